@@ -1,0 +1,180 @@
+package policy
+
+import (
+	"slices"
+	"sort"
+	"strings"
+)
+
+// EnvRule is one env= (Unset false) or unenv= (Unset true) rule.
+type EnvRule struct {
+	Rule
+	// Name is the variable name, or a pattern where each '*' matches any text.
+	Name string
+	// Value is the value as written (env= only): "${PAT*}" with the same pattern as
+	// Name copies the host values of the matching variables.
+	Value string
+	Unset bool
+}
+
+// Pattern reports whether the rule names variables by a '*' pattern.
+func (e EnvRule) Pattern() bool { return strings.Contains(e.Name, "*") }
+
+type envRules struct {
+	rules []EnvRule
+}
+
+// envRule validates an env= or unenv= line (and their legacy spellings).
+func (ld *loader) envRule(r Rule, unset bool) {
+	if ld.p.env == nil {
+		ld.p.env = &envRules{}
+	}
+	e := EnvRule{Rule: r, Unset: unset}
+	if unset {
+		e.Name = strings.TrimSpace(r.Value)
+		if !validEnvPattern(e.Name) {
+			ld.errs.add(r.Ref, "Invalid rule '%s': expected a variable name or a pattern with '*'", r.Raw)
+			return
+		}
+	} else {
+		name, value, ok := strings.Cut(r.Value, "=")
+		if !ok {
+			ld.errs.add(r.Ref, "Detect a missing '=' in rule: %s", r.Raw)
+			return
+		}
+		e.Name, e.Value = strings.TrimSpace(name), value
+		if !validEnvPattern(e.Name) {
+			ld.errs.add(r.Ref, "Invalid rule '%s': expected a variable name or a pattern with '*'", r.Raw)
+			return
+		}
+		// Check the value's substitution now, so a broken form is reported at load.
+		if !(e.Pattern() && e.Value == "${"+e.Name+"}") {
+			if _, err := substitute(e.Value, ld.lookup); err != nil {
+				ld.errs.add(r.Ref, "%v", err)
+				return
+			}
+		}
+	}
+	ld.p.env.rules = append(ld.p.env.rules, e)
+	ld.record(r)
+}
+
+// validEnvPattern accepts a variable name in which '*' may stand for any text.
+func validEnvPattern(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '=' || c == 0 || c == ' ' || c == '\t' {
+			return false
+		}
+	}
+	return true
+}
+
+// envMatch reports whether name matches pattern, where each '*' matches any text
+// and the match covers the whole name.
+func envMatch(pattern, name string) bool { return starMatch(pattern, name) }
+
+// finishEnv computes the child's environment from the host environment.
+//
+// For each variable, an exact rule beats a pattern whatever their order; at the same
+// level an unenv= beats an env= (fail closed); among several env= rules of the same
+// level the first one wins, so rules given by code or on the command line (read
+// first) take priority. A rule whose value resolves to "" sets nothing.
+func (ld *loader) finishEnv() {
+	ld.p.envFrom = map[string]Ref{}
+	if ld.p.env == nil {
+		return
+	}
+	// Every name a rule could set: exact names, and host names matching a pattern.
+	names := map[string]bool{}
+	for _, e := range ld.p.env.rules {
+		if e.Unset {
+			continue
+		}
+		if !e.Pattern() {
+			names[e.Name] = true
+			continue
+		}
+		for k := range ld.env {
+			if envMatch(e.Name, k) {
+				names[k] = true
+			}
+		}
+	}
+	out := map[string]string{}
+	for name := range names {
+		if rule, ok := ld.decideEnv(name); ok {
+			var v string
+			if rule.Pattern() && rule.Value == "${"+rule.Name+"}" {
+				v = ld.env[name]
+			} else {
+				v, _ = substitute(rule.Value, ld.lookup)
+			}
+			if v != "" {
+				out[name] = v
+				ld.p.envFrom[name] = rule.Ref
+			}
+		}
+	}
+	keys := make([]string, 0, len(out))
+	for k := range out {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	ld.p.environ = make([]string, len(keys))
+	for i, k := range keys {
+		ld.p.environ[i] = k + "=" + out[k]
+	}
+}
+
+// decideEnv returns the env= rule that sets name, or false when no rule sets it or
+// an unenv= removes it.
+func (ld *loader) decideEnv(name string) (EnvRule, bool) {
+	for _, exact := range []bool{true, false} {
+		var set *EnvRule
+		removed := false
+		for i := range ld.p.env.rules {
+			e := &ld.p.env.rules[i]
+			if e.Pattern() == exact {
+				continue
+			}
+			if exact && e.Name != name || !exact && !envMatch(e.Name, name) {
+				continue
+			}
+			if e.Unset {
+				removed = true
+			} else if set == nil {
+				set = e
+			}
+		}
+		if removed {
+			return EnvRule{}, false
+		}
+		if set != nil {
+			return *set, true
+		}
+	}
+	return EnvRule{}, false
+}
+
+// Environ returns the environment the sandboxed program starts with, as sorted
+// "KEY=value" strings: exactly what the env= rules grant, resolved against the host
+// environment the policy was loaded with.
+func (p *Policy) Environ() []string { return slices.Clone(p.environ) }
+
+// EnvSource returns the rule that set the variable name in Environ.
+func (p *Policy) EnvSource(name string) (Ref, bool) {
+	r, ok := p.envFrom[name]
+	return r, ok
+}
+
+// EnvRules returns the env= and unenv= rules in load order.
+func (p *Policy) EnvRules() []EnvRule {
+	if p.env == nil {
+		return nil
+	}
+	return slices.Clone(p.env.rules)
+}

@@ -1,0 +1,229 @@
+package policy
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Mode is the access an expose-* rule grants.
+type Mode uint8
+
+const (
+	// ReadOnly grants read, list, stat and execute (expose-ro=).
+	ReadOnly Mode = iota + 1
+	// ReadWrite adds create, write, delete, rename and truncate (expose-rw=).
+	ReadWrite
+)
+
+func (m Mode) String() string {
+	switch m {
+	case ReadOnly:
+		return "ro"
+	case ReadWrite:
+		return "rw"
+	}
+	return "?"
+}
+
+// Expose is one expose-ro= or expose-rw= rule.
+type Expose struct {
+	Rule
+	// Path is the canonical (absolute, symlink-free) directory.
+	Path string
+	Mode Mode
+}
+
+// Ignore is one ignore= rule.
+type Ignore struct {
+	Rule
+	// Pattern is the glob as written ("~" expanded).
+	Pattern string
+	// Absolute patterns match whole paths; the others match the base name of the path
+	// and of each of its parent directories.
+	Absolute bool
+}
+
+// exposeRule validates expose-ro= and expose-rw=.
+func (ld *loader) exposeRule(r Rule) {
+	mode := ReadOnly
+	if r.Key == "expose-rw" {
+		mode = ReadWrite
+	}
+	dir, ok := ld.exposePath(r, strings.TrimSpace(r.Value), true)
+	if !ok {
+		return
+	}
+	ld.addExpose(Expose{Rule: r, Path: dir, Mode: mode})
+}
+
+// legacyBindRule accepts bind=SRC,DEST and ro-bind=SRC,DEST, the former spellings of
+// expose-rw= and expose-ro=, when SRC and DEST are the same directory.
+func (ld *loader) legacyBindRule(r Rule) {
+	src, dst, ok := strings.Cut(r.Value, ",")
+	if !ok {
+		ld.errs.add(r.Ref, "Invalid rule '%s': source and destination must be separated with a comma", r.Raw)
+		return
+	}
+	s, ok1 := ld.exposePath(r, strings.TrimSpace(src), false)
+	d, ok2 := ld.exposePath(r, strings.TrimSpace(dst), false)
+	if !ok1 || !ok2 {
+		return
+	}
+	if s != d {
+		ld.errs.add(r.Ref, "Invalid rule '%s': mapping a directory to another place is not supported; expose it where it is with expose-%s=%s",
+			r.Raw, map[bool]string{true: "rw", false: "ro"}[r.Key == "bind"], ld.show(s))
+		return
+	}
+	mode := ReadOnly
+	if r.Key == "bind" {
+		mode = ReadWrite
+	}
+	ld.addExpose(Expose{Rule: r, Path: s, Mode: mode})
+}
+
+// exposePath checks one directory of an expose rule and returns its canonical path.
+func (ld *loader) exposePath(r Rule, v string, single bool) (string, bool) {
+	switch {
+	case single && strings.Contains(v, ","):
+		ld.errs.add(r.Ref, "Invalid rule '%s': expected a single path (no comma)", r.Raw)
+		return "", false
+	case v == "":
+		ld.errs.add(r.Ref, "Invalid rule '%s': path must be set", r.Raw)
+		return "", false
+	case strings.ContainsRune(v, 0):
+		ld.errs.add(r.Ref, "Invalid rule '%s': path is invalid", r.Raw)
+		return "", false
+	}
+	p, err := ld.expandHome(v)
+	if err != nil {
+		ld.errs.add(r.Ref, "Invalid rule '%s': %v", r.Raw, err)
+		return "", false
+	}
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(ld.dir, p)
+	}
+	real, err := filepath.EvalSymlinks(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		ld.errs.add(r.Ref, "Invalid rule '%s': path '%s' must exist", r.Raw, v)
+		return "", false
+	}
+	if err != nil {
+		ld.errs.add(r.Ref, "Invalid rule '%s': path is invalid: %v", r.Raw, err)
+		return "", false
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		ld.errs.add(r.Ref, "Invalid rule '%s': path '%s' must exist", r.Raw, v)
+		return "", false
+	}
+	if !st.IsDir() {
+		ld.errs.add(r.Ref, "Invalid rule '%s': path must be a directory", r.Raw)
+		return "", false
+	}
+	return real, true
+}
+
+// addExpose records an expose rule; the same directory with the other mode is an
+// error (the first rule wins), an exact duplicate is fine.
+func (ld *loader) addExpose(e Expose) {
+	for _, o := range ld.p.exposes {
+		if o.Path != e.Path {
+			continue
+		}
+		if o.Mode != e.Mode {
+			ld.errs.add(e.Ref, "'%s' invalidate another rule from %s", e.Raw, o.Ref)
+			return
+		}
+		ld.record(e.Rule)
+		return // duplicate
+	}
+	ld.p.exposes = append(ld.p.exposes, e)
+	ld.record(e.Rule)
+}
+
+// ignoreRule validates ignore=.
+func (ld *loader) ignoreRule(r Rule) {
+	v := strings.TrimSpace(r.Value)
+	if v == "" {
+		ld.errs.add(r.Ref, "Invalid rule '%s': pattern must be set", r.Raw)
+		return
+	}
+	if strings.ContainsRune(v, 0) {
+		ld.errs.add(r.Ref, "Invalid rule '%s': pattern is invalid", r.Raw)
+		return
+	}
+	p, err := ld.expandHome(v)
+	if err != nil {
+		ld.errs.add(r.Ref, "Invalid rule '%s': %v", r.Raw, err)
+		return
+	}
+	if _, err := filepath.Match(p, ""); err != nil {
+		ld.errs.add(r.Ref, "Invalid rule '%s': bad pattern: %v", r.Raw, err)
+		return
+	}
+	ld.p.ignores = append(ld.p.ignores, Ignore{Rule: r, Pattern: p, Absolute: filepath.IsAbs(p)})
+	ld.record(r)
+}
+
+// Exposes returns the expose-ro= and expose-rw= rules, deepest directory first.
+func (p *Policy) Exposes() []Expose {
+	out := slices.Clone(p.exposes)
+	slices.SortStableFunc(out, func(a, b Expose) int { return len(b.Path) - len(a.Path) })
+	return out
+}
+
+// Ignores returns the ignore= rules in load order.
+func (p *Policy) Ignores() []Ignore { return slices.Clone(p.ignores) }
+
+// Exposed returns the rule covering the canonical path (the deepest exposed directory
+// that is the path or holds it), or false when no rule exposes it. The caller must
+// pass a canonical path: symlinks resolved, absolute, clean.
+func (p *Policy) Exposed(canonical string) (Expose, bool) {
+	var best Expose
+	found := false
+	for _, e := range p.exposes {
+		if canonical == e.Path || strings.HasPrefix(canonical, strings.TrimSuffix(e.Path, "/")+"/") {
+			if !found || len(e.Path) > len(best.Path) {
+				best, found = e, true
+			}
+		}
+	}
+	return best, found
+}
+
+// Ignored returns the ignore= rule hiding path, if any. Relative patterns are matched
+// against the base name of the path and of each of its parents below the exposed
+// directory that holds it (so an exposed directory itself is never hidden by a
+// relative pattern); absolute patterns are matched against the whole path and each
+// of its parents.
+func (p *Policy) Ignored(path string) (Ignore, bool) {
+	if len(p.ignores) == 0 {
+		return Ignore{}, false
+	}
+	clean := filepath.Clean(path)
+	root := ""
+	if e, ok := p.Exposed(clean); ok {
+		root = e.Path
+	}
+	for _, ig := range p.ignores {
+		for q := clean; ; q = filepath.Dir(q) {
+			if ig.Absolute {
+				if ok, _ := filepath.Match(ig.Pattern, q); ok {
+					return ig, true
+				}
+			} else if root == "" || len(q) > len(root) {
+				if ok, _ := filepath.Match(ig.Pattern, filepath.Base(q)); ok {
+					return ig, true
+				}
+			}
+			if q == "/" || q == "." || (root != "" && len(q) <= len(root) && !ig.Absolute) {
+				break
+			}
+		}
+	}
+	return Ignore{}, false
+}

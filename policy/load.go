@@ -1,0 +1,283 @@
+package policy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// DefaultName is the file name of a rule file.
+const DefaultName = ".py-sandboxes"
+
+// Providers lists the os-sandbox= values the language knows.
+var Providers = []string{"auto", "none", "subprocess", "landlock", "bwrap", "firejail", "unshare", "qemu"}
+
+// Options tune how a policy is loaded. The zero value loads with the process's
+// environment, working directory and home directory.
+type Options struct {
+	// Rules are rule lines ("key=value") given by code or on the command line. They
+	// are read before the files, and a value they give to a single-valued key wins
+	// over the files. Their provenance is "<arg>".
+	Rules []string
+	// Learn reports that the caller asks for learning mode (for example python-sb
+	// --learn); a locked policy (learn=false) refuses it.
+	Learn bool
+	// Env is the host environment used for ${VAR} substitution and env= rules, as
+	// "KEY=value" strings. Nil means os.Environ().
+	Env []string
+	// Dir is the current directory for relative paths. "" means os.Getwd().
+	Dir string
+	// Home is the home directory for "~". "" means os.UserHomeDir().
+	Home string
+	// HostsFile is read before the resolver to resolve host names in net= rules.
+	// "" means /etc/hosts.
+	HostsFile string
+	// Resolver resolves host names that the hosts file does not list. Nil means
+	// net.DefaultResolver.
+	Resolver *net.Resolver
+	// Providers are extra os-sandbox= names to accept besides the built-in ones.
+	Providers []string
+	// Logger receives warnings and debug messages. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Load reads the rule file at path (with its includes) together with opts.Rules and
+// returns the validated policy. A missing file is reported with an error wrapping
+// ErrMissing and fs.ErrNotExist; configuration problems are reported all together as
+// ConfigErrors.
+func Load(ctx context.Context, path string, opts *Options) (*Policy, error) {
+	ld, err := newLoader(opts)
+	if err != nil {
+		return nil, err
+	}
+	abs := path
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(ld.dir, abs)
+	}
+	abs = filepath.Clean(abs)
+	data, err := readRuleFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &MissingError{Path: abs, Name: ld.show(abs)}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return ld.load(ctx, abs, data)
+}
+
+// Parse reads a policy from data, as if it were the rule file at name (used for
+// provenance and to resolve includes and learn= next to it; "" means code-given
+// rules only).
+func Parse(ctx context.Context, name string, data []byte, opts *Options) (*Policy, error) {
+	ld, err := newLoader(opts)
+	if err != nil {
+		return nil, err
+	}
+	if name != "" && !filepath.IsAbs(name) {
+		name = filepath.Join(ld.dir, name)
+	}
+	return ld.load(ctx, name, data)
+}
+
+// MissingError reports a rule file that does not exist.
+type MissingError struct {
+	Path string // absolute path
+	Name string // path as shown to people
+}
+
+func (e *MissingError) Error() string {
+	return fmt.Sprintf("rule file '%s' not found", e.Name)
+}
+
+// Is makes errors.Is(err, ErrMissing) and errors.Is(err, fs.ErrNotExist) true.
+func (e *MissingError) Is(target error) bool {
+	return target == ErrMissing || target == fs.ErrNotExist
+}
+
+// loader holds the state of one Load.
+type loader struct {
+	opts      Options
+	dir, home string
+	env       map[string]string
+	envList   []string
+	log       *slog.Logger
+	errs      collector
+	p         *Policy
+	ctx       context.Context
+
+	// Per-family loading state, owned by each family's file.
+	netState    netLoad
+	importState importLoad
+	apiState    apiLoad
+	evalState   evalLoad
+}
+
+func newLoader(opts *Options) (*loader, error) {
+	ld := &loader{}
+	if opts != nil {
+		ld.opts = *opts
+	}
+	ld.dir = ld.opts.Dir
+	if ld.dir == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("policy: current directory: %w", err)
+		}
+		ld.dir = wd
+	}
+	if !filepath.IsAbs(ld.dir) {
+		abs, err := filepath.Abs(ld.dir)
+		if err != nil {
+			return nil, fmt.Errorf("policy: current directory: %w", err)
+		}
+		ld.dir = abs
+	}
+	ld.home = ld.opts.Home
+	if ld.home == "" {
+		ld.home, _ = os.UserHomeDir()
+	}
+	ld.envList = ld.opts.Env
+	if ld.envList == nil {
+		ld.envList = os.Environ()
+	}
+	ld.env = make(map[string]string, len(ld.envList))
+	for _, kv := range ld.envList {
+		k, v, ok := strings.Cut(kv, "=")
+		if ok && k != "" {
+			if _, dup := ld.env[k]; !dup {
+				ld.env[k] = v
+			}
+		}
+	}
+	ld.log = ld.opts.Logger
+	if ld.log == nil {
+		ld.log = slog.Default()
+	}
+	return ld, nil
+}
+
+func (ld *loader) lookup(name string) (string, bool) {
+	v, ok := ld.env[name]
+	return v, ok
+}
+
+func (ld *loader) debug(msg string, args ...any) { ld.log.Debug(msg, args...) }
+
+func (ld *loader) warn(ref Ref, format string, args ...any) {
+	w := Warning{Ref: ref, Msg: fmt.Sprintf(format, args...)}
+	ld.p.warnings = append(ld.p.warnings, w)
+	ld.log.Warn(w.Msg, "rule", ref.String())
+}
+
+// load runs the whole pipeline on the main file's content.
+func (ld *loader) load(ctx context.Context, path string, data []byte) (*Policy, error) {
+	ld.ctx = ctx
+	ld.p = &Policy{
+		Path:     path,
+		control:  map[string]*Rule{},
+		provider: map[string][]Param{},
+	}
+	var lines []line
+	for _, r := range ld.opts.Rules {
+		for _, text := range strings.Split(r, "\n") {
+			if text = strings.TrimSpace(text); text != "" {
+				lines = append(lines, line{ref: argRef, text: text})
+			}
+		}
+	}
+	if path != "" {
+		visited := map[string]bool{}
+		key := path
+		if real, err := filepath.EvalSymlinks(path); err == nil {
+			key = real
+		}
+		visited[key] = true
+		lines = append(lines, ld.expandFile(path, data, visited, 0)...)
+	} else if len(data) > 0 {
+		lines = append(lines, ld.splitLines(data, argRef)...)
+	}
+	for _, l := range lines {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ld.rule(l)
+	}
+	ld.finish()
+	if err := ld.errs.result(); err != nil {
+		return nil, err
+	}
+	return ld.p, nil
+}
+
+// rule validates and records one line.
+func (ld *loader) rule(l line) {
+	if includeRE.MatchString(l.text) {
+		// Only reachable for rules given by code: files splice their includes.
+		ld.errs.add(l.ref, "Invalid rule '%s': include is only allowed in a rule file", l.text)
+		return
+	}
+	key, value, ok := strings.Cut(l.text, "=")
+	if !ok || key == "" || strings.TrimSpace(key) != key {
+		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+		return
+	}
+	r := Rule{Ref: l.ref, Key: key, Value: value, Raw: l.text}
+	switch key {
+	case "env", "set-env":
+		ld.envRule(r, false)
+		return
+	case "unenv", "unset-env":
+		ld.envRule(r, true)
+		return
+	}
+	v, err := substitute(value, ld.lookup)
+	if err != nil {
+		ld.errs.add(l.ref, "%v", err)
+		return
+	}
+	r.Value = v
+	switch {
+	case key == "expose-ro" || key == "expose-rw":
+		ld.exposeRule(r)
+	case key == "bind" || key == "ro-bind":
+		ld.legacyBindRule(r)
+	case key == "ignore":
+		ld.ignoreRule(r)
+	case key == "net":
+		ld.netRule(r)
+	case key == "python-import":
+		ld.importRule(r)
+	case key == "python-api":
+		ld.apiRule(r)
+	case strings.HasPrefix(key, "eval-"):
+		ld.evalRule(r)
+	case slices.Contains(controlKeys, key):
+		ld.controlRule(r)
+	case strings.Contains(key, "."):
+		ld.providerRule(r)
+	default:
+		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+		return
+	}
+	ld.p.rules = append(ld.p.rules, r)
+}
+
+// record keeps a rule handled outside the switch's common path.
+func (ld *loader) record(r Rule) { ld.p.rules = append(ld.p.rules, r) }
+
+// finish runs the checks that need every rule.
+func (ld *loader) finish() {
+	ld.finishEnv()
+	ld.finishNet()
+	ld.finishImports()
+	ld.finishAPI()
+	ld.finishEval()
+	ld.finishControl()
+}
