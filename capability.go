@@ -1,0 +1,143 @@
+package pysandboxes
+
+import (
+	"fmt"
+	"math/bits"
+	"strings"
+)
+
+// Capability is a set of things an OS provider can enforce. Providers declare the
+// capabilities they enforce; policies need some of them (see Requirements).
+type Capability uint32
+
+const (
+	// CapEnv: the program starts with exactly the policy's environment.
+	CapEnv Capability = 1 << iota
+	// CapFilesRead: nothing outside the exposed directories (and what the program
+	// needs to run) can be read.
+	CapFilesRead
+	// CapFilesWrite: nothing outside the expose-rw directories can be written.
+	CapFilesWrite
+	// CapHide: ignore= paths cannot be read.
+	CapHide
+	// CapUnixSockets: Unix sockets of the host (named sockets outside the exposed
+	// directories, abstract sockets) cannot be reached.
+	CapUnixSockets
+	// CapTCPPorts: TCP connect and listen are filtered by port, and refused
+	// without a rule.
+	CapTCPPorts
+	// CapNetHosts: traffic is filtered by host, address or network.
+	CapNetHosts
+	// CapUDP: UDP is filtered by the rules, and refused without a rule.
+	CapUDP
+	// CapRawSockets: raw and packet sockets are refused.
+	CapRawSockets
+	// CapSignals: signals and ptrace to processes outside the sandbox are refused.
+	CapSignals
+	// CapResourceLimits: the sandbox's resource limits are applied.
+	CapResourceLimits
+	// CapSeccomp: dangerous system calls (mount, bpf, keyctl, ...) are refused.
+	CapSeccomp
+	// CapProcessIsolation: processes outside the sandbox are invisible.
+	CapProcessIsolation
+	// CapUnprivileged: works without privilege, in an unprivileged container.
+	CapUnprivileged
+
+	capEnd
+)
+
+var capNames = []string{"env", "files-read", "files-write", "hide", "unix-sockets", "tcp-ports", "net-hosts",
+	"udp", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged"}
+
+var capGoNames = []string{"CapEnv", "CapFilesRead", "CapFilesWrite", "CapHide", "CapUnixSockets", "CapTCPPorts",
+	"CapNetHosts", "CapUDP", "CapRawSockets", "CapSignals", "CapResourceLimits", "CapSeccomp",
+	"CapProcessIsolation", "CapUnprivileged"}
+
+var capHelp = []string{
+	"the program starts with exactly the policy's environment",
+	"nothing outside the exposed directories can be read",
+	"nothing outside the expose-rw directories can be written",
+	"ignore= paths cannot be read",
+	"host Unix sockets (named and abstract) cannot be reached",
+	"TCP connect and listen filtered by port",
+	"traffic filtered by host, address or network",
+	"UDP filtered by the rules",
+	"raw and packet sockets refused",
+	"signals and ptrace to processes outside refused",
+	"resource limits applied",
+	"dangerous system calls refused by seccomp",
+	"processes outside the sandbox invisible",
+	"works without privilege (unprivileged containers)",
+}
+
+// AllCapabilities is every capability.
+const AllCapabilities = capEnd - 1
+
+// Has reports whether c holds every capability of want.
+func (c Capability) Has(want Capability) bool { return c&want == want }
+
+// List returns the single capabilities of c, in declaration order.
+func (c Capability) List() []Capability {
+	var out []Capability
+	for b := Capability(1); b < capEnd; b <<= 1 {
+		if c&b != 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// String renders c as a comma-separated list of names (as ParseCapabilities reads).
+func (c Capability) String() string {
+	if c == 0 {
+		return "none"
+	}
+	var names []string
+	for _, b := range c.List() {
+		names = append(names, capNames[bits.TrailingZeros32(uint32(b))])
+	}
+	return strings.Join(names, ",")
+}
+
+func (c Capability) goNames() string {
+	var names []string
+	for _, b := range c.List() {
+		names = append(names, capGoNames[bits.TrailingZeros32(uint32(b))])
+	}
+	return strings.Join(names, "|")
+}
+
+// Describe explains a single capability in a few words.
+func (c Capability) Describe() string {
+	if bits.OnesCount32(uint32(c)) != 1 || c >= capEnd {
+		return c.String()
+	}
+	return capHelp[bits.TrailingZeros32(uint32(c))]
+}
+
+// ParseCapabilities reads a comma-separated list of capability names (as String
+// writes them; "all" means every capability, "none" or "" none).
+func ParseCapabilities(s string) (Capability, error) {
+	var c Capability
+	for _, name := range strings.Split(s, ",") {
+		name = strings.TrimSpace(name)
+		switch name {
+		case "", "none":
+			continue
+		case "all":
+			c |= AllCapabilities
+			continue
+		}
+		found := false
+		for i, n := range capNames {
+			if n == name {
+				c |= 1 << i
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown capability %q, expected one of %s", name, strings.Join(capNames, ", "))
+		}
+	}
+	return c, nil
+}

@@ -1,0 +1,168 @@
+package supervise
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func init() {
+	if len(os.Args) >= 3 && os.Args[0] == marker {
+		os.Exit(helperMain(os.Args[1], os.Args[2]))
+	}
+}
+
+// exitHelperFailure is the supervisor's exit code when it could not start the
+// program (the reason is reported over the status pipe).
+const exitHelperFailure = 127
+
+// forwarded are the signals the supervisor passes on to the program.
+var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}
+
+func helperMain(ver, encoded string) int {
+	// Until the status pipe is known, the only way to complain is stderr.
+	if ver != version {
+		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: protocol %q, want %q (host and helper binaries differ)\n", ver, version)
+		return exitHelperFailure
+	}
+	var spec Spec
+	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
+		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: bad spec: %v\n", err)
+		return exitHelperFailure
+	}
+	status := os.NewFile(uintptr(spec.StatusFD), "status")
+	if status == nil {
+		fmt.Fprintln(os.Stderr, "pysandboxes supervisor: no status descriptor")
+		return exitHelperFailure
+	}
+	syscall.CloseOnExec(spec.StatusFD)
+	h := &helper{spec: &spec, status: status}
+	return h.run()
+}
+
+type helper struct {
+	spec   *Spec
+	status *os.File
+	pid    int // the program
+}
+
+func (h *helper) report(format string, args ...any) {
+	fmt.Fprintf(h.status, format+"\n", args...)
+}
+
+func (h *helper) fail(err error) int {
+	var errno syscall.Errno
+	msg := err.Error()
+	var pe *os.PathError
+	if errors.As(err, &pe) && errors.As(err, &errno) {
+		msg = errno.Error() // the host names the path itself
+	} else if !errors.As(err, &errno) {
+		errno = 0
+	}
+	h.report("E %d %s", int(errno), strings.ReplaceAll(msg, "\n", " "))
+	return exitHelperFailure
+}
+
+func (h *helper) run() int {
+	// The host may have died before the parent-death signal was armed.
+	if os.Getppid() != h.spec.HostPID {
+		return h.fail(errors.New("the host process is gone"))
+	}
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		return h.fail(fmt.Errorf("cannot become a child subreaper: %w", err))
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
+
+	// Everything that confines the program is applied to this thread only; the
+	// program is forked from it and inherits it.
+	runtime.LockOSThread()
+	for _, l := range h.spec.Rlimits {
+		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
+		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
+			return h.fail(fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err))
+		}
+	}
+	for _, st := range h.spec.Stages {
+		if err := applyStage(st); err != nil {
+			return h.fail(fmt.Errorf("cannot apply %s: %w", st.Kind, err))
+		}
+	}
+	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
+	for i := 0; i < h.spec.ExtraFiles; i++ {
+		files = append(files, os.NewFile(uintptr(3+i), "extra"))
+	}
+	proc, err := os.StartProcess(h.spec.Path, h.spec.Args, &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		return h.fail(err)
+	}
+	h.pid = proc.Pid
+	h.report("S %d", h.pid)
+
+	exited := make(chan syscall.WaitStatus, 1)
+	gone := make(chan struct{})
+	go h.reap(exited, gone)
+
+	var ws syscall.WaitStatus
+	done := false
+	for !done {
+		select {
+		case ws = <-exited:
+			done = true
+		case s := <-sigs:
+			switch s {
+			case SignalHostDied:
+				if os.Getppid() == h.spec.HostPID {
+					continue // a host thread ended, not the host
+				}
+				h.killTree(gone)
+			case SignalTerminate:
+				h.killTree(gone)
+			default:
+				_ = syscall.Kill(h.pid, s.(syscall.Signal))
+			}
+		}
+	}
+	// The program is gone: nothing it started may outlive it.
+	h.killTree(gone)
+	<-gone
+	h.report("X %d", uint32(ws))
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return exitHelperFailure
+}
+
+// reap waits for every child (the program and the orphans re-parented to the
+// supervisor) until none is left, reporting the program's own status.
+func (h *helper) reap(exited chan<- syscall.WaitStatus, gone chan<- struct{}) {
+	defer close(gone)
+	for {
+		var ws syscall.WaitStatus
+		pid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil { // ECHILD: no descendant is left
+			return
+		}
+		if pid == h.pid && (ws.Exited() || ws.Signaled()) {
+			exited <- ws
+		}
+	}
+}

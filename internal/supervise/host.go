@@ -1,0 +1,173 @@
+package supervise
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// SelfHelper is the default helper: the running binary itself.
+const SelfHelper = "/proc/self/exe"
+
+// Command returns the supervisor command for spec, and the Handle that reads its
+// reports. helper is the binary to run as the supervisor ("" means SelfHelper); env
+// and dir are the program's environment and working directory (the supervisor runs
+// with them and passes them on unchanged). extra are the caller's extra files,
+// passed to the program as descriptors 3, 4, ...
+//
+// The caller sets stdio on the returned command and starts it with Start (below),
+// never with the command's own Start, so that the parent-death signal is armed on a
+// thread that stays alive.
+func Command(spec Spec, helper string, env []string, dir string, extra []*os.File) (*exec.Cmd, *Handle, error) {
+	if helper == "" {
+		helper = SelfHelper
+	}
+	if env == nil {
+		env = []string{} // nil would hand the host's environment to the program
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, nil, fmt.Errorf("supervise: status pipe: %w", err)
+	}
+	spec.ExtraFiles = len(extra)
+	spec.StatusFD = 3 + len(extra)
+	spec.HostPID = os.Getpid()
+	enc, err := spec.encode()
+	if err != nil {
+		r.Close()
+		w.Close()
+		return nil, nil, err
+	}
+	cmd := &exec.Cmd{
+		Path:       helper,
+		Args:       []string{marker, version, enc},
+		Env:        env,
+		Dir:        dir,
+		ExtraFiles: append(append([]*os.File(nil), extra...), w),
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:   true,
+			Pdeathsig: SignalHostDied,
+		},
+	}
+	return cmd, &Handle{r: r, w: w, br: bufio.NewReader(r), path: spec.Path}, nil
+}
+
+// Handle reads the supervisor's reports: the program's pid once started, and its
+// wait status once it ended.
+type Handle struct {
+	r, w *os.File
+	br   *bufio.Reader
+	path string
+	pid  int
+}
+
+// Start starts the supervisor command and waits until it reports that the program
+// runs (returning the program's pid) or could not be started (returning that
+// error). The wait is bounded by ctx.
+func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
+	// The parent-death signal fires when the thread that forked the supervisor
+	// exits: fork from a locked thread that goes back to the pool afterwards (the
+	// runtime keeps pool threads alive), and let the supervisor ignore a signal
+	// from a thread exit while the host itself lives.
+	runtime.LockOSThread()
+	err := cmd.Start()
+	runtime.UnlockOSThread()
+	h.w.Close()
+	if err != nil {
+		h.r.Close()
+		return 0, err
+	}
+	stop := context.AfterFunc(ctx, func() { h.r.SetReadDeadline(time.Now()) })
+	line, rerr := h.br.ReadString('\n')
+	if !stop() {
+		rerr = errors.Join(ctx.Err(), rerr)
+	}
+	h.r.SetReadDeadline(time.Time{})
+	if rerr != nil {
+		return 0, &HelperError{Msg: "the supervisor did not report a start", Err: rerr}
+	}
+	kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	switch kind {
+	case "S":
+		pid, err := strconv.Atoi(rest)
+		if err != nil {
+			return 0, &HelperError{Msg: "bad start report " + strconv.Quote(line)}
+		}
+		h.pid = pid
+		return pid, nil
+	case "E":
+		num, msg, _ := strings.Cut(rest, " ")
+		n, _ := strconv.Atoi(num)
+		return 0, &StartError{Path: h.path, Msg: msg, Errno: syscall.Errno(n)}
+	}
+	return 0, &HelperError{Msg: "bad report " + strconv.Quote(line)}
+}
+
+// Pid returns the program's pid (0 before Start succeeded).
+func (h *Handle) Pid() int { return h.pid }
+
+// Status reads the program's wait status after the supervisor exited.
+func (h *Handle) Status() (syscall.WaitStatus, error) {
+	defer h.r.Close()
+	line, err := h.br.ReadString('\n')
+	if err != nil {
+		return 0, &HelperError{Msg: "the supervisor ended without reporting the program's status", Err: err}
+	}
+	kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+	n, perr := strconv.ParseUint(rest, 10, 32)
+	if kind != "X" || perr != nil {
+		return 0, &HelperError{Msg: "bad status report " + strconv.Quote(line)}
+	}
+	return syscall.WaitStatus(uint32(n)), nil
+}
+
+// Close releases the handle's pipe (it may already be closed).
+func (h *Handle) Close() error {
+	h.w.Close()
+	h.r.Close()
+	return nil
+}
+
+// Terminate asks the supervisor to kill the program's whole tree and exit.
+func Terminate(p *os.Process) error { return p.Signal(SignalTerminate) }
+
+// StartError reports a program that the supervisor could not start, or a
+// restriction it could not apply (the program then never ran).
+type StartError struct {
+	Path  string
+	Msg   string
+	Errno syscall.Errno
+}
+
+func (e *StartError) Error() string { return "start " + e.Path + ": " + e.Msg }
+
+// Unwrap returns the errno, so errors.Is(err, fs.ErrNotExist) and the like work.
+func (e *StartError) Unwrap() error {
+	if e.Errno == 0 {
+		return nil
+	}
+	return e.Errno
+}
+
+// HelperError reports a supervisor that misbehaved or died.
+type HelperError struct {
+	Msg string
+	Err error
+}
+
+func (e *HelperError) Error() string {
+	if e.Err != nil {
+		return "supervisor: " + e.Msg + ": " + e.Err.Error()
+	}
+	return "supervisor: " + e.Msg
+}
+
+func (e *HelperError) Unwrap() error { return e.Err }

@@ -1,0 +1,66 @@
+package supervise
+
+import (
+	"encoding/json"
+	"fmt"
+	"syscall"
+)
+
+const (
+	// marker is argv[0] of a supervisor process.
+	marker = "pysandboxes-supervisor"
+	// version is argv[1]: a host and a helper binary of different protocol versions
+	// refuse to work together.
+	version = "v1"
+
+	// SignalHostDied is the parent-death signal of the supervisor.
+	SignalHostDied = syscall.Signal(40)
+	// SignalTerminate asks the supervisor to kill the whole tree and exit.
+	SignalTerminate = syscall.Signal(41)
+)
+
+// Rlimit is one resource limit applied to the program: Value is the soft limit, and
+// the hard limit too unless Hard is larger.
+type Rlimit struct {
+	Resource int    `json:"r"`
+	Value    uint64 `json:"v"`
+	Hard     uint64 `json:"h,omitempty"`
+}
+
+// Spec describes the program to start and the restrictions to apply to it.
+type Spec struct {
+	// Path is the absolute path of the program; Args its argv (Args[0] included).
+	Path string   `json:"path"`
+	Args []string `json:"args"`
+	// ExtraFiles is the number of inherited descriptors from 3 up that the program
+	// must receive (the caller's extra files).
+	ExtraFiles int `json:"extra,omitempty"`
+	// Rlimits are applied to the program.
+	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	// Stages are applied in order to the thread that starts the program.
+	Stages []Stage `json:"stages,omitempty"`
+
+	// Filled in by Command.
+	StatusFD int `json:"status_fd"`
+	HostPID  int `json:"host_pid"`
+}
+
+// Stage is one restriction applied by the supervisor before it starts the program.
+type Stage struct {
+	// Kind names a registered stage.
+	Kind string `json:"kind"`
+	// Config is the stage's own encoding of what to apply.
+	Config json.RawMessage `json:"config,omitempty"`
+}
+
+func (s *Spec) encode() (string, error) {
+	b, err := json.Marshal(s)
+	if err != nil {
+		return "", fmt.Errorf("supervise: encode spec: %w", err)
+	}
+	// The kernel bounds one argument to 128 KiB.
+	if len(b) > 120<<10 {
+		return "", fmt.Errorf("supervise: spec of %d bytes is too large", len(b))
+	}
+	return string(b), nil
+}

@@ -1,0 +1,162 @@
+package pysandboxes_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// loadPolicy writes text as a rule file in a temporary directory and loads it.
+func loadPolicy(t *testing.T, text string) *policy.Policy {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, ".py-sandboxes")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(context.Background(), path, &policy.Options{Dir: dir, Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+func TestAutoRefusesWhatNoProviderEnforces(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "ignore=.env\nnet=ALLOW|tcp|127.0.0.1|443|OUT\n")
+	_, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("auto"), pysandboxes.WithLogger(quietLogger()))
+	var npe *pysandboxes.NoProviderError
+	if !errors.As(err, &npe) {
+		t.Fatalf("New = %v, want *NoProviderError", err)
+	}
+	msg := err.Error()
+	for _, want := range []string{
+		".py-sandboxes(1): ignore=.env: the ignored files must be unreadable (hide)",
+		".py-sandboxes(2): net=ALLOW|tcp|127.0.0.1|443|OUT: filtering by host or network (127.0.0.1) (net-hosts)",
+		"implicit default policy: nothing outside the exposed directories is readable (files-read)",
+	} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("error does not name %q:\n%s", want, msg)
+		}
+	}
+	for _, v := range npe.Verdicts {
+		if v.Provider == "none" {
+			t.Errorf("auto considered the provider none")
+		}
+	}
+}
+
+func TestNamedProviderRefusesUnenforcedRules(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "os-sandbox=subprocess\nnet=ALLOW|udp|*|53|OUT\n")
+	_, err := pysandboxes.New(ctx, pol, pysandboxes.WithLogger(quietLogger()))
+	var ue *pysandboxes.UnenforcedError
+	if !errors.As(err, &ue) || ue.Provider != "subprocess" {
+		t.Fatalf("New = %v, want *UnenforcedError from subprocess", err)
+	}
+	found := false
+	for _, r := range ue.Missing {
+		if r.Capability == pysandboxes.CapUDP && r.Rule != nil && r.Rule.Ref.Line == 2 {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the UDP rule of line 2 is not named: %v", err)
+	}
+	if !strings.Contains(err.Error(), "--accept-unenforced=") {
+		t.Errorf("the error does not say how to accept: %v", err)
+	}
+}
+
+func TestAcceptUnenforcedIsExplicitAndListed(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "os-sandbox=subprocess\n")
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities), pysandboxes.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var caps pysandboxes.Capability
+	for _, r := range sb.Unenforced() {
+		caps |= r.Capability
+	}
+	want := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDP | pysandboxes.CapRawSockets
+	if caps != want {
+		t.Errorf("Unenforced = %v, want %v", caps, want)
+	}
+	// Accepting only part of it is not enough.
+	_, err = pysandboxes.New(ctx, pol, pysandboxes.AcceptUnenforced(pysandboxes.CapFilesRead|pysandboxes.CapFilesWrite), pysandboxes.WithLogger(quietLogger()))
+	var ue *pysandboxes.UnenforcedError
+	if !errors.As(err, &ue) {
+		t.Fatalf("partial acceptance: %v, want *UnenforcedError", err)
+	}
+	for _, r := range ue.Missing {
+		if r.Capability == pysandboxes.CapFilesRead || r.Capability == pysandboxes.CapFilesWrite {
+			t.Errorf("accepted capability still reported: %v", r)
+		}
+	}
+}
+
+func TestAutoTakesSubprocessForAnAllowAllPolicy(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "env=*=${*}\nexpose-rw=/\nnet=ALLOW|*|*|*|*\n")
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("auto"), pysandboxes.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sb.Provider().Name() != "subprocess" {
+		t.Errorf("auto chose %s, want subprocess (the least privileged that covers it)", sb.Provider().Name())
+	}
+}
+
+func TestRequireHardening(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "expose-rw=/\nnet=ALLOW|*|*|*|*\n")
+	_, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("subprocess"),
+		pysandboxes.Require(pysandboxes.CapSignals), pysandboxes.AcceptUnenforced(pysandboxes.CapSignals), pysandboxes.WithLogger(quietLogger()))
+	var ue *pysandboxes.UnenforcedError
+	if !errors.As(err, &ue) || len(ue.Missing) != 1 || ue.Missing[0].Capability != pysandboxes.CapSignals {
+		t.Fatalf("New = %v, want the required signals capability refused (Require is not undone by AcceptUnenforced)", err)
+	}
+}
+
+func TestUnknownProvider(t *testing.T) {
+	ctx := context.Background()
+	pol := loadPolicy(t, "")
+	_, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("nosuch"))
+	if !errors.Is(err, pysandboxes.ErrUnknownProvider) {
+		t.Fatalf("New = %v, want ErrUnknownProvider", err)
+	}
+}
+
+func TestNoneProviderRunsUnconfinedWhenNamed(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("PYSB_HOST_VAR", "visible")
+	pol := loadPolicy(t, "os-sandbox=none\n")
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithLogger(quietLogger()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sb.Unenforced()) == 0 {
+		t.Error("none reports nothing as unenforced")
+	}
+	out, err := sb.Command(ctx, "/bin/sh", "-c", "echo $PYSB_HOST_VAR").Output()
+	if err != nil || strings.TrimSpace(string(out)) != "visible" {
+		t.Errorf("none: %q %v, want the host environment", out, err)
+	}
+}
+
+func TestRegisterRefusesDuplicates(t *testing.T) {
+	p, _ := pysandboxes.Lookup("subprocess")
+	defer func() {
+		if recover() == nil {
+			t.Error("registering subprocess twice did not panic")
+		}
+	}()
+	pysandboxes.Register(p)
+}

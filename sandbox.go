@@ -1,0 +1,140 @@
+package pysandboxes
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+)
+
+// Sandbox runs programs under one policy and one OS provider. It is safe for
+// concurrent use; each Command is independent.
+type Sandbox struct {
+	policy   Policy
+	provider Provider
+	cfg      config
+	reqs     []Requirement
+	accepted []Requirement
+}
+
+type config struct {
+	provider string
+	use      Provider
+	limits   Limits
+	logger   *slog.Logger
+	accept   Capability
+	require  Capability
+	helper   string
+}
+
+// Option configures a Sandbox.
+type Option func(*config)
+
+// WithProvider selects the OS provider by name, overriding the policy's os-sandbox=
+// ("auto" picks one, see New).
+func WithProvider(name string) Option { return func(c *config) { c.provider = name } }
+
+// UseProvider uses p as the OS provider, registered or not.
+func UseProvider(p Provider) Option { return func(c *config) { c.use = p } }
+
+// WithLimits sets resource limits for every program of the sandbox.
+func WithLimits(l Limits) Option { return func(c *config) { c.limits = l } }
+
+// WithLogger sets the logger (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(c *config) { c.logger = l } }
+
+// AcceptUnenforced accepts that the OS layer does not enforce the capabilities
+// caps, for example because the Python layer checks them. Requirements that only
+// these capabilities would cover are then logged as not enforced instead of
+// refusing the sandbox.
+func AcceptUnenforced(caps Capability) Option { return func(c *config) { c.accept |= caps } }
+
+// Require demands capabilities beyond what the policy's rules need (for example
+// CapSignals|CapProcessIsolation as hardening): a provider without them is refused.
+func Require(caps Capability) Option { return func(c *config) { c.require |= caps } }
+
+// WithHelper names the binary that runs as the supervisor of each program. The
+// default is the host binary itself (/proc/self/exe), whose init takes over when
+// started as the supervisor; a small dedicated binary that imports this package
+// (cmd/pysandboxes-helper) starts faster when the host binary is large.
+func WithHelper(path string) Option { return func(c *config) { c.helper = path } }
+
+// New makes a sandbox for the policy. It chooses the provider (WithProvider, else
+// the policy's os-sandbox=, "auto" by default), probes it, and checks that it
+// enforces every requirement of the policy. os-sandbox=auto takes the first
+// provider, least privileged first, that works here and enforces everything;
+// a provider named explicitly never falls back. A requirement that the chosen
+// provider cannot enforce is an *UnenforcedError (or a *NoProviderError for auto),
+// unless AcceptUnenforced covers it. The provider "none" runs programs without any
+// sandbox, for debugging: it must be named explicitly and accepts everything.
+func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
+	if p == nil {
+		return nil, errors.New("pysandboxes: nil policy")
+	}
+	s := &Sandbox{policy: p}
+	for _, o := range opts {
+		o(&s.cfg)
+	}
+	if s.cfg.logger == nil {
+		s.cfg.logger = slog.Default()
+	}
+	all := Requirements(p, s.cfg.limits)
+	for _, c := range s.cfg.require.List() {
+		all = append(all, Requirement{Capability: c, Why: "required by the caller"})
+	}
+	for _, r := range all {
+		if s.cfg.accept.Has(r.Capability) && r.Why != "required by the caller" {
+			s.accepted = append(s.accepted, r)
+		} else {
+			s.reqs = append(s.reqs, r)
+		}
+	}
+	var err error
+	switch {
+	case s.cfg.use != nil:
+		s.provider = s.cfg.use
+		if err := s.provider.Probe(ctx); err != nil {
+			return nil, &ProbeError{Provider: s.provider.Name(), Err: err}
+		}
+		if m := missing(s.reqs, s.provider.Capabilities()); len(m) > 0 {
+			return nil, &UnenforcedError{Provider: s.provider.Name(), Missing: m}
+		}
+	default:
+		name := s.cfg.provider
+		if name == "" {
+			name, _ = p.OSSandbox()
+		}
+		s.provider, err = selectProvider(ctx, name, s.reqs)
+		if err != nil {
+			return nil, err
+		}
+	}
+	caps := s.provider.Capabilities()
+	if s.provider.Name() == "none" {
+		s.cfg.logger.Warn("os-sandbox=none: the program runs without any sandbox")
+	}
+	for _, r := range s.accepted {
+		if !caps.Has(r.Capability) {
+			s.cfg.logger.Warn("not enforced by the OS layer (accepted by the caller)", "provider", s.provider.Name(), "requirement", r.String())
+		}
+	}
+	return s, nil
+}
+
+// Provider returns the OS provider the sandbox uses.
+func (s *Sandbox) Provider() Provider { return s.provider }
+
+// Policy returns the sandbox's policy.
+func (s *Sandbox) Policy() Policy { return s.policy }
+
+// Unenforced returns the requirements that the provider does not enforce and that
+// the caller accepted with AcceptUnenforced (all of them for the provider "none").
+func (s *Sandbox) Unenforced() []Requirement {
+	if s.provider.Name() == "none" {
+		return append(missing(s.reqs, 0), s.accepted...)
+	}
+	return missing(s.accepted, s.provider.Capabilities())
+}
+
+// Close releases the sandbox. Commands already started keep running until they
+// end; Close of a sandbox used only for commands does nothing else.
+func (s *Sandbox) Close() error { return nil }
