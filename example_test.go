@@ -83,4 +83,3 @@ func ExampleExitError() {
 	}
 	// Output: signal: terminated 143
 }
-
