@@ -73,6 +73,7 @@ func (ld *loader) controlRule(r Rule) {
 	switch {
 	case prev == nil:
 		ld.setControl(r)
+		ld.record(r)
 	case prev.Ref.IsArg() && !r.Ref.IsArg():
 		ld.debug("rule overridden by <arg>", "rule", r.Raw, "at", r.Ref.String())
 	default:
@@ -125,6 +126,7 @@ func (ld *loader) providerRule(r Rule) {
 		return
 	}
 	ld.p.provider[name] = append(ld.p.provider[name], Param{Rule: r, Provider: name, Name: param})
+	ld.record(r)
 }
 
 // learnPath resolves the file named by a learn= rule: a bare name lies next to the

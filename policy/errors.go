@@ -90,8 +90,6 @@ func (c *collector) addAlso(ref Ref, also []Ref, format string, args ...any) {
 	c.all = multierror.Append(c.all, &ConfigError{Ref: ref, Also: also, Msg: fmt.Sprintf(format, args...)})
 }
 
-func (c *collector) len() int { return c.all.Len() }
-
 // result returns nil when nothing was collected, else the sorted ConfigErrors.
 func (c *collector) result() error {
 	if c.all.ErrorOrNil() == nil {

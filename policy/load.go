@@ -264,12 +264,10 @@ func (ld *loader) rule(l line) {
 		ld.providerRule(r)
 	default:
 		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
-		return
 	}
-	ld.p.rules = append(ld.p.rules, r)
 }
 
-// record keeps a rule handled outside the switch's common path.
+// record keeps an accepted rule; each family calls it once per rule it accepts.
 func (ld *loader) record(r Rule) { ld.p.rules = append(ld.p.rules, r) }
 
 // finish runs the checks that need every rule.

@@ -1,0 +1,287 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+const runUsage = `Usage: pysandboxes run [OPTIONS] [--RULE=VALUE ...] -- CMD [ARGS...]
+
+Runs CMD under the policy of a rule file (default: ./.py-sandboxes) plus the rules
+given on the command line, and exits with CMD's exit status (128+N when signal N
+ended it).
+
+Options:
+  --config FILE              the rule file
+  --no-config                use only the rules of the command line
+  --os-sandbox NAME          the OS provider (overrides os-sandbox=; see pysandboxes probe)
+  --accept-unenforced CAPS   accept that the OS layer does not enforce these
+                             capabilities (comma list, e.g. files-read,net-hosts)
+  --timeout DURATION         kill the whole process tree after DURATION (e.g. 30s)
+  --limit-cpu DURATION       CPU time per process
+  --limit-as SIZE            address space per process (e.g. 512M)
+  --limit-nofile N           open files per process
+  --limit-nproc N            processes of the user (not applied to root by the kernel)
+  --limit-fsize SIZE         size of a written file
+  --limit-output SIZE        bytes of output (stdout and stderr together)
+  -v, --verbose              debug output on stderr
+  --RULE=VALUE               a rule line RULE=VALUE (e.g. --expose-ro=/data,
+                             --net='ALLOW|tcp|example.com|443|OUT'); --RULE alone is RULE=
+
+Exit status: CMD's, or 124 after --timeout, 125 when the sandbox could not start,
+126 when CMD cannot be executed, 127 when CMD is not found.
+`
+
+// ExitTimeout is run's exit status when --timeout ended the command.
+const ExitTimeout = 124
+
+type runOptions struct {
+	config   string
+	noConfig bool
+	provider string
+	accept   pysandboxes.Capability
+	timeout  time.Duration
+	limits   pysandboxes.Limits
+	verbose  bool
+	rules    []string
+	command  []string
+}
+
+// valueOptions are the options of run that take a value.
+var valueOptions = map[string]bool{
+	"config": true, "os-sandbox": true, "accept-unenforced": true, "timeout": true,
+	"limit-cpu": true, "limit-as": true, "limit-nofile": true, "limit-nproc": true,
+	"limit-fsize": true, "limit-output": true,
+}
+
+func parseRunArgs(args []string) (*runOptions, error) {
+	o := &runOptions{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			o.command = args[i+1:]
+			i = len(args)
+			continue
+		case a == "-v" || a == "--verbose":
+			o.verbose = true
+			continue
+		case a == "--no-config":
+			o.noConfig = true
+			continue
+		case !strings.HasPrefix(a, "-") || a == "-":
+			o.command = args[i:]
+			i = len(args)
+			continue
+		case !strings.HasPrefix(a, "--"):
+			return nil, fmt.Errorf("unknown option %q", a)
+		}
+		name, value, hasValue := splitOption(a)
+		if valueOptions[name] {
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, fmt.Errorf("option --%s needs a value", name)
+				}
+				i++
+				value = args[i]
+			}
+			if err := o.set(name, value); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if name == "" {
+			return nil, fmt.Errorf("bad option %q", a)
+		}
+		o.rules = append(o.rules, name+"="+value)
+	}
+	if len(o.command) == 0 {
+		return nil, errors.New("no command given")
+	}
+	if o.config != "" && o.noConfig {
+		return nil, errors.New("--config and --no-config exclude each other")
+	}
+	return o, nil
+}
+
+func (o *runOptions) set(name, value string) error {
+	var err error
+	switch name {
+	case "config":
+		o.config = value
+	case "os-sandbox":
+		o.provider = value
+	case "accept-unenforced":
+		var c pysandboxes.Capability
+		c, err = pysandboxes.ParseCapabilities(value)
+		o.accept |= c
+	case "timeout":
+		o.timeout, err = parseDuration(value)
+	case "limit-cpu":
+		o.limits.CPUTime, err = parseDuration(value)
+	case "limit-as":
+		o.limits.AddressSpace, err = parseSize(value)
+	case "limit-nofile":
+		o.limits.OpenFiles, err = strconv.ParseUint(value, 10, 64)
+	case "limit-nproc":
+		o.limits.Processes, err = strconv.ParseUint(value, 10, 64)
+	case "limit-fsize":
+		o.limits.FileSize, err = parseSize(value)
+	case "limit-output":
+		var n uint64
+		n, err = parseSize(value)
+		o.limits.Output = int64(min(n, 1<<62))
+	}
+	if err != nil {
+		return fmt.Errorf("--%s %q: %v", name, value, err)
+	}
+	return nil
+}
+
+func parseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		if n, err2 := strconv.ParseUint(s, 10, 32); err2 == nil {
+			return time.Duration(n) * time.Second, nil
+		}
+		return 0, errors.New("expected a duration such as 30s or 1m30s")
+	}
+	if d <= 0 {
+		return 0, errors.New("expected a positive duration")
+	}
+	return d, nil
+}
+
+// parseSize reads a byte count with an optional binary suffix K, M, G or T.
+func parseSize(s string) (uint64, error) {
+	mult := uint64(1)
+	t := strings.TrimSuffix(strings.ToUpper(s), "B")
+	t = strings.TrimSuffix(t, "I")
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult, t = 1<<10, t[:n-1]
+		case 'M':
+			mult, t = 1<<20, t[:n-1]
+		case 'G':
+			mult, t = 1<<30, t[:n-1]
+		case 'T':
+			mult, t = 1<<40, t[:n-1]
+		}
+	}
+	n, err := strconv.ParseUint(t, 10, 64)
+	if err != nil || n == 0 || n > (1<<63)/mult {
+		return 0, errors.New("expected a positive size such as 4096, 64K or 512M")
+	}
+	return n * mult, nil
+}
+
+func run(ctx context.Context, args []string, env *Env) int {
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if a == "-h" || a == "--help" {
+			fmt.Fprint(env.Stdout, runUsage)
+			return ExitOK
+		}
+	}
+	o, err := parseRunArgs(args)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n\n%s", err, runUsage)
+		return ExitSandbox
+	}
+	log := logger(env.Stderr, o.verbose)
+	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log}
+	var pol *policy.Policy
+	switch {
+	case o.noConfig:
+		pol, err = policy.Parse(ctx, "", nil, popts)
+	default:
+		file := o.config
+		if file == "" {
+			file, _ = policy.Discover(policy.Discovery{})
+		}
+		pol, err = policy.Load(ctx, file, popts)
+	}
+	if err != nil {
+		var me *policy.MissingError
+		if errors.As(err, &me) && o.config == "" {
+			fmt.Fprintf(env.Stderr, "pysandboxes run: %v (name one with --config FILE, or use --no-config to run with the rules of the command line only)\n", err)
+		} else {
+			fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+		}
+		return ExitSandbox
+	}
+	sbOpts := []pysandboxes.Option{pysandboxes.WithLogger(log), pysandboxes.WithLimits(o.limits),
+		pysandboxes.AcceptUnenforced(o.accept)}
+	if o.provider != "" {
+		sbOpts = append(sbOpts, pysandboxes.WithProvider(o.provider))
+	}
+	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+		return ExitSandbox
+	}
+	defer sb.Close()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	cmd := sb.Command(ctx, o.command[0], o.command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+		switch {
+		case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):
+			return ExitNoCmd
+		case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.ENOEXEC) || errors.Is(err, syscall.EISDIR):
+			return ExitNoExec
+		}
+		return ExitSandbox
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				_ = cmd.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	err = cmd.Wait()
+	signal.Stop(sigs)
+	close(done)
+	var ee *pysandboxes.ExitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		switch {
+		case errors.Is(ee.Err, context.DeadlineExceeded):
+			fmt.Fprintf(env.Stderr, "pysandboxes run: timed out after %v: the process tree was killed\n", o.timeout)
+			return ExitTimeout
+		case errors.Is(ee.Err, pysandboxes.ErrOutputLimit):
+			fmt.Fprintf(env.Stderr, "pysandboxes run: output limit of %d bytes exceeded: the process tree was killed\n", o.limits.Output)
+		}
+		return ee.ShellCode()
+	}
+	fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+	return ExitSandbox
+}
