@@ -49,9 +49,10 @@ func helperMain(ver, encoded string) int {
 }
 
 type helper struct {
-	spec   *Spec
-	status *os.File
-	pid    int // the program
+	spec       *Spec
+	status     *os.File
+	pid        int  // the program
+	restricted bool // a stage touched the starting thread
 }
 
 func (h *helper) report(format string, args ...any) {
@@ -82,29 +83,11 @@ func (h *helper) run() int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
 
-	// Everything that confines the program is applied to this thread only; the
-	// program is forked from it and inherits it.
-	runtime.LockOSThread()
-	for _, l := range h.spec.Rlimits {
-		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
-		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
-			return h.fail(fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err))
-		}
-	}
-	for _, st := range h.spec.Stages {
-		if err := applyStage(st); err != nil {
-			return h.fail(fmt.Errorf("cannot apply %s: %w", st.Kind, err))
-		}
-	}
 	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
 	for i := 0; i < h.spec.ExtraFiles; i++ {
 		files = append(files, os.NewFile(uintptr(3+i), "extra"))
 	}
-	proc, err := os.StartProcess(h.spec.Path, h.spec.Args, &os.ProcAttr{
-		Env:   os.Environ(),
-		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
-	})
+	proc, err := h.startConfined(files)
 	if err != nil {
 		return h.fail(err)
 	}
@@ -146,6 +129,50 @@ func (h *helper) run() int {
 		return 128 + int(ws.Signal())
 	}
 	return exitHelperFailure
+}
+
+// startConfined applies the limits and the stages to a thread of its own and
+// starts the program from it, so the program inherits them. That thread is never
+// given back to the runtime: it would carry the restrictions to other goroutines,
+// and its exit would fire the program's parent-death signal (which the kernel ties
+// to the forking thread). It stays parked until the supervisor exits.
+func (h *helper) startConfined(files []*os.File) (*os.Process, error) {
+	type result struct {
+		proc *os.Process
+		err  error
+	}
+	res := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		proc, err := h.confineAndStart(files)
+		res <- result{proc, err}
+		if err == nil || h.restricted {
+			select {} // park the restricted thread for the supervisor's lifetime
+		}
+		runtime.UnlockOSThread()
+	}()
+	r := <-res
+	return r.proc, r.err
+}
+
+func (h *helper) confineAndStart(files []*os.File) (*os.Process, error) {
+	for _, l := range h.spec.Rlimits {
+		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
+		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
+			return nil, fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err)
+		}
+	}
+	for _, st := range h.spec.Stages {
+		h.restricted = true
+		if err := applyStage(st); err != nil {
+			return nil, fmt.Errorf("cannot apply %s: %w", st.Kind, err)
+		}
+	}
+	return os.StartProcess(h.spec.Path, h.spec.Args, &os.ProcAttr{
+		Env:   os.Environ(),
+		Files: files,
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	})
 }
 
 // reap waits for every child (the program and the orphans re-parented to the
