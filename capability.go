@@ -28,8 +28,11 @@ const (
 	CapTCPPorts
 	// CapNetHosts: traffic is filtered by host, address or network.
 	CapNetHosts
-	// CapUDP: UDP is filtered by the rules, and refused without a rule.
+	// CapUDP: UDP is filtered by port (and refused without a rule).
 	CapUDP
+	// CapUDPDeny: UDP can be refused entirely (what a policy without any UDP rule
+	// needs).
+	CapUDPDeny
 	// CapRawSockets: raw and packet sockets are refused.
 	CapRawSockets
 	// CapSignals: signals and ptrace to processes outside the sandbox are refused.
@@ -47,10 +50,10 @@ const (
 )
 
 var capNames = []string{"env", "files-read", "files-write", "hide", "unix-sockets", "tcp-ports", "net-hosts",
-	"udp", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged"}
+	"udp", "udp-deny", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged"}
 
 var capGoNames = []string{"CapEnv", "CapFilesRead", "CapFilesWrite", "CapHide", "CapUnixSockets", "CapTCPPorts",
-	"CapNetHosts", "CapUDP", "CapRawSockets", "CapSignals", "CapResourceLimits", "CapSeccomp",
+	"CapNetHosts", "CapUDP", "CapUDPDeny", "CapRawSockets", "CapSignals", "CapResourceLimits", "CapSeccomp",
 	"CapProcessIsolation", "CapUnprivileged"}
 
 var capHelp = []string{
@@ -61,7 +64,8 @@ var capHelp = []string{
 	"host Unix sockets (named and abstract) cannot be reached",
 	"TCP connect and listen filtered by port",
 	"traffic filtered by host, address or network",
-	"UDP filtered by the rules",
+	"UDP filtered by port",
+	"UDP refused entirely",
 	"raw and packet sockets refused",
 	"signals and ptrace to processes outside refused",
 	"resource limits applied",

@@ -120,6 +120,7 @@ func (c *Cmd) Start() error {
 		ExtraFiles: c.ExtraFiles,
 		Helper:     c.sb.cfg.helper,
 		Logger:     c.sb.cfg.logger,
+		Compiled:   c.sb.compiled,
 	}
 	if c.sb.provider.Name() == "none" {
 		req.Env = os.Environ()

@@ -80,11 +80,10 @@ func (e *NoProviderError) Error() string {
 			fmt.Fprintf(&b, "not available: %v", v.Probe)
 			continue
 		}
-		names := make([]string, len(v.Missing))
-		for i, r := range v.Missing {
-			names[i] = r.String()
+		b.WriteString("cannot enforce")
+		for _, r := range v.Missing {
+			b.WriteString("\n    " + r.String())
 		}
-		b.WriteString("cannot enforce " + strings.Join(names, "; "))
 	}
 	return b.String()
 }

@@ -29,6 +29,17 @@ type Provider interface {
 	Prepare(ctx context.Context, req *Request) (*Launch, error)
 }
 
+// Compiler is implemented by providers that translate a policy once per Sandbox
+// instead of at every start (for example, to walk the exposed directories).
+// New calls Compile once it has chosen the provider; an error refuses the sandbox,
+// and must name the rule it cannot enforce. accepted holds the capabilities the
+// caller accepted as not enforced (AcceptUnenforced): a provider may then run with
+// that part of the policy unenforced instead of refusing. The result reaches
+// Prepare as Request.Compiled.
+type Compiler interface {
+	Compile(ctx context.Context, p Policy, accepted Capability) (any, error)
+}
+
 // Request is what a provider confines.
 type Request struct {
 	// Policy is the policy to enforce.
@@ -49,6 +60,9 @@ type Request struct {
 	Helper string
 	// Logger receives the provider's debug output.
 	Logger *slog.Logger
+	// Compiled is what the provider's Compile returned for this sandbox (nil when
+	// the provider is not a Compiler).
+	Compiled any
 }
 
 // Launch is a prepared process, not yet started. The Sandbox sets its standard

@@ -85,7 +85,7 @@ func TestAcceptUnenforcedIsExplicitAndListed(t *testing.T) {
 	for _, r := range sb.Unenforced() {
 		caps |= r.Capability
 	}
-	want := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDP | pysandboxes.CapRawSockets
+	want := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets
 	if caps != want {
 		t.Errorf("Unenforced = %v, want %v", caps, want)
 	}

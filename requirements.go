@@ -62,7 +62,7 @@ func Requirements(p Policy, limits Limits) []Requirement {
 	net := p.Network()
 	if net == nil || net.Empty() {
 		add(CapTCPPorts, nil, "no TCP connection and no listening socket")
-		add(CapUDP, nil, "no UDP")
+		add(CapUDPDeny, nil, "no UDP")
 		add(CapRawSockets, nil, "no raw or packet socket")
 	} else if !openNetwork(net) {
 		tcp, udp := false, false
@@ -84,7 +84,7 @@ func Requirements(p Policy, limits Limits) []Requirement {
 			add(CapTCPPorts, nil, "no TCP connection and no listening socket")
 		}
 		if !udp {
-			add(CapUDP, nil, "no UDP")
+			add(CapUDPDeny, nil, "no UDP")
 		}
 		add(CapRawSockets, nil, "no raw or packet socket")
 	}

@@ -3,6 +3,7 @@ package pysandboxes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 )
 
@@ -14,6 +15,7 @@ type Sandbox struct {
 	cfg      config
 	reqs     []Requirement
 	accepted []Requirement
+	compiled any
 }
 
 type config struct {
@@ -108,14 +110,25 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 			return nil, err
 		}
 	}
+	if c, ok := s.provider.(Compiler); ok {
+		s.compiled, err = c.Compile(ctx, p, s.cfg.accept)
+		if err != nil {
+			return nil, fmt.Errorf("os-sandbox %s: %w", s.provider.Name(), err)
+		}
+	}
 	caps := s.provider.Capabilities()
 	if s.provider.Name() == "none" {
 		s.cfg.logger.Warn("os-sandbox=none: the program runs without any sandbox")
 	}
+	var unenforced Capability
 	for _, r := range s.accepted {
 		if !caps.Has(r.Capability) {
-			s.cfg.logger.Warn("not enforced by the OS layer (accepted by the caller)", "provider", s.provider.Name(), "requirement", r.String())
+			unenforced |= r.Capability
+			s.cfg.logger.Debug("not enforced by the OS layer (accepted by the caller)", "provider", s.provider.Name(), "requirement", r.String())
 		}
+	}
+	if unenforced != 0 && s.provider.Name() != "none" {
+		s.cfg.logger.Warn("accepted as not enforced by the OS layer", "provider", s.provider.Name(), "capabilities", unenforced.String())
 	}
 	return s, nil
 }
