@@ -40,6 +40,23 @@ func TestSubprocessResourceLimits(t *testing.T) {
 	}
 }
 
+// An address-space limit makes a large allocation fail cleanly inside, while the
+// supervisor (whose runtime maps far more than the limit) keeps working.
+func TestSubprocessAddressSpaceLimit(t *testing.T) {
+	ctx := context.Background()
+	sb := newSandbox(ctx, t, pysandboxes.WithLimits(pysandboxes.Limits{AddressSpace: 256 << 20}))
+	for i := 0; i < 5; i++ {
+		cmd := sb.Command(ctx, "/usr/bin/python3", "-c", "bytearray(10**9)")
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		err := cmd.Run()
+		var ee *pysandboxes.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 1 || !strings.Contains(stderr.String(), "MemoryError") {
+			t.Fatalf("run %d: %v, stderr %q; want exit 1 with a MemoryError", i, err, stderr.String())
+		}
+	}
+}
+
 func TestSubprocessCPULimit(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

@@ -83,15 +83,15 @@ func (h *helper) run() int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
 
-	files := []*os.File{os.Stdin, os.Stdout, os.Stderr}
-	for i := 0; i < h.spec.ExtraFiles; i++ {
-		files = append(files, os.NewFile(uintptr(3+i), "extra"))
+	files := make([]uintptr, 3+h.spec.ExtraFiles)
+	for i := range files {
+		files[i] = uintptr(i)
 	}
-	proc, err := h.startConfined(files)
+	pid, err := h.startConfined(files)
 	if err != nil {
 		return h.fail(err)
 	}
-	h.pid = proc.Pid
+	h.pid = pid
 	h.report("S %d", h.pid)
 
 	exited := make(chan syscall.WaitStatus, 1)
@@ -136,43 +136,88 @@ func (h *helper) run() int {
 // given back to the runtime: it would carry the restrictions to other goroutines,
 // and its exit would fire the program's parent-death signal (which the kernel ties
 // to the forking thread). It stays parked until the supervisor exits.
-func (h *helper) startConfined(files []*os.File) (*os.Process, error) {
+func (h *helper) startConfined(files []uintptr) (int, error) {
 	type result struct {
-		proc *os.Process
-		err  error
+		pid int
+		err error
 	}
 	res := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
-		proc, err := h.confineAndStart(files)
-		res <- result{proc, err}
+		pid, err := h.confineAndStart(files)
+		res <- result{pid, err}
 		if err == nil || h.restricted {
 			select {} // park the restricted thread for the supervisor's lifetime
 		}
 		runtime.UnlockOSThread()
 	}()
 	r := <-res
-	return r.proc, r.err
+	return r.pid, r.err
 }
 
-func (h *helper) confineAndStart(files []*os.File) (*os.Process, error) {
-	for _, l := range h.spec.Rlimits {
-		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
-		if err := unix.Setrlimit(l.Resource, &lim); err != nil {
-			return nil, fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err)
-		}
-	}
+// confineAndStart applies the stages to the calling thread, then forks and executes
+// the program from it. syscall.ForkExec is used rather than os.StartProcess: the
+// supervisor waits with wait4 itself and needs no pidfd (whose first use costs os
+// an extra probe fork).
+//
+// Resource limits are not set on the supervisor (an address-space limit below what
+// its runtime already maps would make any new thread fail): the program starts
+// traced, stops at its first instruction after exec, gets its limits with prlimit,
+// and is released before it has run any code.
+func (h *helper) confineAndStart(files []uintptr) (int, error) {
 	for _, st := range h.spec.Stages {
 		h.restricted = true
 		if err := applyStage(st); err != nil {
-			return nil, fmt.Errorf("cannot apply %s: %w", st.Kind, err)
+			return 0, fmt.Errorf("cannot apply %s: %w", st.Kind, err)
 		}
 	}
-	return os.StartProcess(h.spec.Path, h.spec.Args, &os.ProcAttr{
-		Env:   os.Environ(),
+	stop := len(h.spec.Rlimits) > 0
+	pid, err := syscall.ForkExec(h.spec.Path, h.spec.Args, &syscall.ProcAttr{
+		Env:   syscall.Environ(),
 		Files: files,
-		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Ptrace: stop},
 	})
+	if err != nil {
+		return 0, &os.PathError{Op: "fork/exec", Path: h.spec.Path, Err: err}
+	}
+	if stop {
+		if err := h.limit(pid); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, unix.WALL, nil)
+			return 0, err
+		}
+	}
+	return pid, nil
+}
+
+// limit waits for the traced program's stop after exec, sets its resource limits,
+// and lets it go. It runs on the thread that forked the program (its tracer).
+func (h *helper) limit(pid int) error {
+	var ws syscall.WaitStatus
+	for {
+		_, err := syscall.Wait4(pid, &ws, unix.WALL, nil)
+		if errors.Is(err, syscall.EINTR) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("waiting for the program to stop after exec: %w", err)
+		}
+		break
+	}
+	if !ws.Stopped() {
+		return fmt.Errorf("the program did not stop after exec (status %#x)", uint32(ws))
+	}
+	for _, l := range h.spec.Rlimits {
+		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
+		if err := unix.Prlimit(pid, l.Resource, &lim, nil); err != nil {
+			return fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err)
+		}
+	}
+	if err := syscall.PtraceDetach(pid); err != nil {
+		return fmt.Errorf("cannot release the program after setting its limits: %w", err)
+	}
+	return nil
 }
 
 // reap waits for every child (the program and the orphans re-parented to the

@@ -1,0 +1,169 @@
+// Command bench measures the start-up cost of each OS provider side by side, in one
+// run, and prints a table of medians and ratios against a bare exec of the same
+// program (and against the bubblewrap and firejail binaries run directly with
+// equivalent flags, when they are installed).
+//
+//	go run ./bench                 # /bin/true, 200 runs per configuration
+//	go run ./bench -n 500 -payload '/usr/bin/python3 -c pass'
+//
+// The configurations are interleaved run by run, so that noise on the machine hits
+// them alike. Record the output in bench/RESULTS.md with the date and the machine.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+type config struct {
+	name string
+	run  func() error
+	// base names the configuration this one is compared with ("" = bare exec).
+	base string
+}
+
+func main() {
+	n := flag.Int("n", 200, "runs per configuration")
+	warmup := flag.Int("warmup", 10, "warm-up runs per configuration (not measured)")
+	payload := flag.String("payload", "/bin/true", "the program to start, with its arguments")
+	only := flag.String("only", "", "comma-separated configuration names to run (default: all)")
+	flag.Parse()
+	argv := strings.Fields(*payload)
+	if len(argv) == 0 {
+		fmt.Fprintln(os.Stderr, "bench: empty -payload")
+		os.Exit(2)
+	}
+	ctx := context.Background()
+	configs := []config{{name: "bare exec", run: func() error { return exec.Command(argv[0], argv[1:]...).Run() }}}
+	configs = append(configs, providerConfigs(ctx, argv)...)
+	configs = append(configs, directConfigs(argv)...)
+	if *only != "" {
+		keep := strings.Split(*only, ",")
+		configs = slices.DeleteFunc(configs, func(c config) bool {
+			return c.name != "bare exec" && !slices.Contains(keep, c.name)
+		})
+	}
+	for _, c := range configs {
+		if err := c.run(); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: %s does not run %q: %v\n", c.name, *payload, err)
+			os.Exit(1)
+		}
+	}
+	samples := make([][]time.Duration, len(configs))
+	for i := 0; i < *warmup+*n; i++ {
+		for j, c := range configs {
+			t0 := time.Now()
+			if err := c.run(); err != nil {
+				fmt.Fprintf(os.Stderr, "bench: %s: %v\n", c.name, err)
+				os.Exit(1)
+			}
+			if i >= *warmup {
+				samples[j] = append(samples[j], time.Since(t0))
+			}
+		}
+	}
+	medians := map[string]time.Duration{}
+	for j, c := range configs {
+		medians[c.name] = quantile(samples[j], 0.5)
+	}
+	host, _ := os.Hostname()
+	fmt.Printf("payload: %s; %d runs per configuration (after %d warm-up), interleaved; %s, %d CPUs, %s, %s\n\n",
+		*payload, *n, *warmup, runtime.Version(), runtime.NumCPU(), kernel(), host)
+	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "| configuration\t| median ms\t| p90 ms\t| overhead ms\t| ratio\t| compared with\t|")
+	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---\t|")
+	for j, c := range configs {
+		base := c.base
+		if base == "" {
+			base = "bare exec"
+		}
+		med := medians[c.name]
+		bm := medians[base]
+		fmt.Fprintf(tw, "| %s\t| %.2f\t| %.2f\t| %+.2f\t| %.2fx\t| %s\t|\n", c.name, ms(med), ms(quantile(samples[j], 0.9)),
+			ms(med-bm), float64(med)/float64(bm), base)
+	}
+	tw.Flush()
+}
+
+// providerConfigs runs the payload through each registered provider that works
+// here, with a policy that exposes the payload's directory read-only (and accepts
+// nothing as unenforced except for subprocess, which enforces nothing else).
+func providerConfigs(ctx context.Context, argv []string) []config {
+	var out []config
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, p := range pysandboxes.Providers() {
+		if p.Name() == "none" {
+			continue
+		}
+		pol, err := policy.NewBuilder().Build(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet)}
+		if p.Name() == "subprocess" {
+			opts = append(opts, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+		}
+		sb, err := pysandboxes.New(ctx, pol, opts...)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: skipping provider %s: %v\n", p.Name(), err)
+			continue
+		}
+		out = append(out, config{name: "pysandboxes " + p.Name(), run: func() error {
+			return sb.Command(ctx, argv[0], argv[1:]...).Run()
+		}})
+	}
+	return out
+}
+
+// directConfigs runs the sandboxing binaries themselves with flags equivalent to
+// what the providers do, when they are installed.
+func directConfigs(argv []string) []config {
+	var out []config
+	if path, err := exec.LookPath("bwrap"); err == nil {
+		args := []string{"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+			"--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--unshare-all", "--die-with-parent", "--clearenv"}
+		out = append(out, config{name: "bwrap binary", run: func() error {
+			return exec.Command(path, append(args, argv...)...).Run()
+		}})
+	}
+	if path, err := exec.LookPath("firejail"); err == nil && os.Geteuid() == 0 {
+		args := []string{"--quiet", "--noprofile", "--net=none", "--caps.drop=all", "--nonewprivs", "--seccomp"}
+		out = append(out, config{name: "firejail binary", run: func() error {
+			return exec.Command(path, append(args, argv...)...).Run()
+		}})
+	}
+	return out
+}
+
+func quantile(d []time.Duration, q float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return 0
+	}
+	return s[min(len(s)-1, int(q*float64(len(s))))]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func kernel() string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		return "linux"
+	}
+	return "linux " + strings.TrimSpace(string(b))
+}
