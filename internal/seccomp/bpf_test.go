@@ -446,8 +446,8 @@ func TestSyscallRules(t *testing.T) {
 	nativeOnly(t)
 	alwaysNrs := map[string]int{
 		"io_uring_setup": unix.SYS_IO_URING_SETUP, "io_uring_enter": unix.SYS_IO_URING_ENTER,
-		"io_uring_register": unix.SYS_IO_URING_REGISTER, "ptrace": unix.SYS_PTRACE,
-		"process_vm_readv": unix.SYS_PROCESS_VM_READV, "process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
+		"io_uring_register": unix.SYS_IO_URING_REGISTER,
+		"process_vm_readv":  unix.SYS_PROCESS_VM_READV, "process_vm_writev": unix.SYS_PROCESS_VM_WRITEV,
 		"pidfd_getfd": unix.SYS_PIDFD_GETFD, "keyctl": unix.SYS_KEYCTL, "add_key": unix.SYS_ADD_KEY,
 		"request_key": unix.SYS_REQUEST_KEY, "bpf": unix.SYS_BPF, "userfaultfd": unix.SYS_USERFAULTFD,
 		"perf_event_open": unix.SYS_PERF_EVENT_OPEN, "mount": unix.SYS_MOUNT, "umount2": unix.SYS_UMOUNT2,
@@ -499,8 +499,12 @@ func TestSyscallRules(t *testing.T) {
 		"clone (Go fork)":    call(unix.SYS_CLONE, unix.CLONE_VFORK|unix.CLONE_VM|unix.CLONE_PIDFD|uint64(unix.SIGCHLD), 0, 0x1000, 0, 0),
 		"clone (vfork SIGCHLD with every non-namespace flag)": call(unix.SYS_CLONE, nonNamespaceFlags|uint64(unix.SIGCHLD)),
 	}
+	allowed["ptrace(PTRACE_TRACEME)"] = call(unix.SYS_PTRACE, unix.PTRACE_TRACEME)
 	for _, o := range allOptions() {
 		c := &checker{t: t, o: o, prog: decode(t, mustBuild(t, o).BPF())}
+		for _, req := range []uint64{unix.PTRACE_ATTACH, unix.PTRACE_SEIZE, unix.PTRACE_PEEKDATA, unix.PTRACE_POKEDATA, 1 << 32} {
+			c.expect(fmt.Sprintf("ptrace(%#x)", req), call(unix.SYS_PTRACE, req, 1), refusal(o))
+		}
 		for name, nr := range alwaysNrs {
 			c.expect(name, call(nr), refusal(o))
 			c.expect(name+" with arguments", call(nr, 1, 2, 3, 4, 5, 6), refusal(o))

@@ -40,7 +40,7 @@
 //   - personality: every persona but PER_LINUX (0) and the query 0xffffffff
 //     (READ_IMPLIES_EXEC, ADDR_NO_RANDOMIZE, ... are refused).
 //   - always: io_uring_setup, io_uring_enter, io_uring_register (io_uring makes
-//     sockets without socket(2)); ptrace, process_vm_readv, process_vm_writev,
+//     sockets without socket(2)); ptrace (but PTRACE_TRACEME), process_vm_readv, process_vm_writev,
 //     pidfd_getfd; keyctl, add_key, request_key; bpf, userfaultfd,
 //     perf_event_open; mount, umount2, pivot_root, unshare, setns, fsopen,
 //     fsconfig, fsmount, fspick, move_mount, open_tree, open_tree_attr,
@@ -133,6 +133,8 @@ const (
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
 
+	ptraceTraceme = 0
+
 	perLinux         = 0
 	personalityQuery = 0xffffffff
 )
@@ -164,7 +166,7 @@ var alwaysRefused = []struct {
 	{group: "io_uring (it makes sockets without socket(2))",
 		names: []string{"io_uring_setup", "io_uring_enter", "io_uring_register"}},
 	{group: "access to other processes",
-		names: []string{"ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd"}},
+		names: []string{"process_vm_readv", "process_vm_writev", "pidfd_getfd"}},
 	{group: "kernel keyrings", names: []string{"keyctl", "add_key", "request_key"}},
 	{group: "kernel interfaces", names: []string{"bpf", "userfaultfd", "perf_event_open"}},
 	{group: "mounts and namespaces",
@@ -348,6 +350,12 @@ func newPlan(o Options) *plan {
 	say("clone: with any namespace flag (%s)", strings.Join(nsNames, ", "))
 	p.rules = append(p.rules, rule{name: "clone3", verdict: noSys})
 	p.text = append(p.text, "clone3: always (its flags are out of seccomp's sight; callers fall back to clone): ENOSYS")
+
+	// PTRACE_TRACEME (0) only lets the caller's parent trace it: the supervisor uses
+	// it to stop the program at exec and set its resource limits. Every other request
+	// (attach, seize, peek, poke, ...) is refused.
+	add("ptrace", gt(0, ptraceTraceme))
+	say("ptrace: every request but PTRACE_TRACEME")
 
 	add("ioctl", masked(1, 0xffffffff, tiocsti))
 	add("ioctl", masked(1, 0xffffffff, tioclinux))
