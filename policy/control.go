@@ -75,6 +75,16 @@ func (ld *loader) controlRule(r Rule) {
 		ld.setControl(r)
 		ld.record(r)
 	case prev.Ref.IsArg() && !r.Ref.IsArg():
+		// The <arg> value wins over a file value, but the files still may not set
+		// the key twice (port= excepted: --port wins over any number of lines).
+		if first, dup := ld.overridden[r.Key]; dup && r.Key != "port" {
+			ld.errs.addAlso(first, []Ref{r.Ref}, "Multiple %s parameters.", r.Key)
+			return
+		}
+		if ld.overridden == nil {
+			ld.overridden = map[string]Ref{}
+		}
+		ld.overridden[r.Key] = r.Ref
 		ld.debug("rule overridden by <arg>", "rule", r.Raw, "at", r.Ref.String())
 	default:
 		ld.errs.addAlso(prev.Ref, []Ref{r.Ref}, "Multiple %s parameters.", r.Key)
@@ -172,9 +182,9 @@ func (ld *loader) finishControl() {
 		ld.errs.addErr(lock.Ref, ErrLocked, "learning mode is forbidden, but requested by %s.", ArgFile)
 	}
 	var keys []string
-	for _, r := range ld.p.rules {
-		if r.Ref.IsArg() && r.Key != "learn" && !slices.Contains(keys, r.Key) {
-			keys = append(keys, r.Key)
+	for _, k := range ld.argKeys {
+		if k != "learn" {
+			keys = append(keys, k)
 		}
 	}
 	if len(keys) > 0 {

@@ -33,8 +33,8 @@ var builtinHosts = map[string][]netip.Addr{
 // 0.2 s then 0.4 s.
 var retryDelays = []time.Duration{200 * time.Millisecond, 400 * time.Millisecond}
 
-// retryWait waits d or until ctx is done. Tests replace it.
-var retryWait = func(ctx context.Context, d time.Duration) error {
+// retryWait waits d or until ctx is done (Options.wait replaces it in tests).
+func retryWait(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
@@ -159,7 +159,7 @@ func (ld *loader) resolveHost(r Rule, name string) ([]netip.Addr, error) {
 		if res == nil {
 			res = net.DefaultResolver
 		}
-		ans.addrs, ans.err = lookupHost(ctx, res, query)
+		ans.addrs, ans.err = lookupHost(ctx, res, query, ld.opts.wait)
 		if isCanceled(ctx, ans.err) {
 			return nil, ans.err
 		}
@@ -176,7 +176,10 @@ func (ld *loader) resolveHost(r Rule, name string) ([]netip.Addr, error) {
 
 // lookupHost asks the resolver for every address of host, retrying transient
 // failures after each of retryDelays. A failure is a *HostError.
-func lookupHost(ctx context.Context, res *net.Resolver, host string) ([]netip.Addr, error) {
+func lookupHost(ctx context.Context, res *net.Resolver, host string, wait func(context.Context, time.Duration) error) ([]netip.Addr, error) {
+	if wait == nil {
+		wait = retryWait
+	}
 	for attempt := 1; ; attempt++ {
 		addrs, err := res.LookupNetIP(ctx, "ip", host)
 		if err == nil {
@@ -189,7 +192,7 @@ func lookupHost(ctx context.Context, res *net.Resolver, host string) ([]netip.Ad
 		if ctx.Err() != nil || attempt > len(retryDelays) || !transient(err) {
 			return nil, &HostError{Host: host, Attempts: attempt, Err: err}
 		}
-		if werr := retryWait(ctx, retryDelays[attempt-1]); werr != nil {
+		if werr := wait(ctx, retryDelays[attempt-1]); werr != nil {
 			return nil, &HostError{Host: host, Attempts: attempt, Err: werr}
 		}
 	}

@@ -192,18 +192,15 @@ func (s *testDNS) answer(q []byte) []byte {
 
 // stubWaits replaces the retry wait for the test and returns the waits asked for.
 // onWait runs at each wait (for example to heal a flaky name).
-func stubWaits(t *testing.T, onWait func()) *[]time.Duration {
-	t.Helper()
+func stubWaits(e *netEnv, onWait func()) *[]time.Duration {
 	var waits []time.Duration
-	old := retryWait
-	retryWait = func(ctx context.Context, d time.Duration) error {
+	e.wait = func(ctx context.Context, d time.Duration) error {
 		waits = append(waits, d)
 		if onWait != nil {
 			onWait()
 		}
 		return ctx.Err()
 	}
-	t.Cleanup(func() { retryWait = old })
 	return &waits
 }
 
@@ -212,6 +209,7 @@ type netEnv struct {
 	dir   string
 	hosts string
 	dns   *testDNS
+	wait  func(context.Context, time.Duration) error
 }
 
 func newNetEnv(t testing.TB, hosts string, records map[string][]string) *netEnv {
@@ -226,7 +224,7 @@ func newNetEnv(t testing.TB, hosts string, records map[string][]string) *netEnv 
 
 func (e *netEnv) opts() *Options {
 	return &Options{Dir: e.dir, Home: filepath.Join(e.dir, "home"), Env: []string{}, HostsFile: e.hosts, Resolver: e.dns.resolver(),
-		Logger: slog.New(slog.DiscardHandler)}
+		Logger: slog.New(slog.DiscardHandler), wait: e.wait}
 }
 
 // parse loads text as the rule file .py-sandboxes of the test directory.
@@ -399,7 +397,7 @@ func TestDNSResolver(t *testing.T) {
 		"v4.example.test":  {"192.0.2.20"},
 		"v6.example.test":  {"2001:db8::20"},
 	})
-	stubWaits(t, func() { t.Error("a lookup was retried") })
+	stubWaits(e, func() { t.Error("a lookup was retried") })
 	p := e.mustParse(t, `net=ALLOW|tcp|api.example.test|443|OUT
 net=ALLOW|tcp|API.Example.Test|80|OUT
 net=ALLOW|udp|v4.example.test|53|OUT
@@ -461,7 +459,7 @@ func TestDNSResolvedOncePerLoad(t *testing.T) {
 
 func TestDNSUnresolvable(t *testing.T) {
 	e := newNetEnv(t, "", map[string][]string{"ok.test": {"192.0.2.1"}})
-	waits := stubWaits(t, nil)
+	waits := stubWaits(e, nil)
 
 	p := e.mustParse(t, "net=ALLOW|tcp|ok.test|443|OUT\nnet=ALLOW|tcp|nope.test|443|OUT\n")
 	wantWarn := []string{".py-sandboxes(2): Rule 'net=ALLOW|tcp|nope.test|443|OUT' dropped: cannot resolve host name 'nope.test': no such host (its traffic stays denied)"}
@@ -502,7 +500,7 @@ func TestDNSRetry(t *testing.T) {
 	t.Run("transient failure then success", func(t *testing.T) {
 		e := newNetEnv(t, "", map[string][]string{"flaky.test": {"192.0.2.7"}})
 		e.dns.failNext("flaky.test", 1<<30)
-		waits := stubWaits(t, func() { e.dns.failNext("flaky.test", 0) })
+		waits := stubWaits(e, func() { e.dns.failNext("flaky.test", 0) })
 		p := e.mustParse(t, "net=ALLOW|tcp|flaky.test|443|OUT\n")
 		if diff := cmp.Diff([]time.Duration{200 * time.Millisecond}, *waits); diff != "" {
 			t.Errorf("waits (-want +got):\n%s", diff)
@@ -517,7 +515,7 @@ func TestDNSRetry(t *testing.T) {
 	t.Run("transient failure every time", func(t *testing.T) {
 		e := newNetEnv(t, "", map[string][]string{"down.test": {"192.0.2.8"}})
 		e.dns.failNext("down.test", 1<<30)
-		waits := stubWaits(t, nil)
+		waits := stubWaits(e, nil)
 		p := e.mustParse(t, "net=ALLOW|tcp|down.test|443|OUT\n")
 		if diff := cmp.Diff([]time.Duration{200 * time.Millisecond, 400 * time.Millisecond}, *waits); diff != "" {
 			t.Errorf("waits (-want +got):\n%s", diff)

@@ -88,25 +88,41 @@ func (ld *loader) finishEnv() {
 	if ld.p.env == nil {
 		return
 	}
+	// Index the rules once: exact rules by name, patterns in load order, so that
+	// deciding a variable does not scan every rule of a large profile.
+	exact := map[string][]*EnvRule{}
+	var patterns []*EnvRule
+	for i := range ld.p.env.rules {
+		e := &ld.p.env.rules[i]
+		if e.Pattern() {
+			patterns = append(patterns, e)
+		} else {
+			exact[e.Name] = append(exact[e.Name], e)
+		}
+	}
 	// Every name a rule could set: exact names, and host names matching a pattern.
 	names := map[string]bool{}
-	for _, e := range ld.p.env.rules {
+	for name, rules := range exact {
+		for _, e := range rules {
+			if !e.Unset {
+				names[name] = true
+				break
+			}
+		}
+	}
+	for _, e := range patterns {
 		if e.Unset {
 			continue
 		}
-		if !e.Pattern() {
-			names[e.Name] = true
-			continue
-		}
 		for k := range ld.env {
-			if envMatch(e.Name, k) {
+			if !names[k] && envMatch(e.Name, k) {
 				names[k] = true
 			}
 		}
 	}
 	out := map[string]string{}
 	for name := range names {
-		if rule, ok := ld.decideEnv(name); ok {
+		if rule, ok := decideEnv(name, exact[name], patterns); ok {
 			var v string
 			if rule.Pattern() && rule.Value == "${"+rule.Name+"}" {
 				v = ld.env[name]
@@ -131,33 +147,32 @@ func (ld *loader) finishEnv() {
 }
 
 // decideEnv returns the env= rule that sets name, or false when no rule sets it or
-// an unenv= removes it.
-func (ld *loader) decideEnv(name string) (EnvRule, bool) {
-	for _, exact := range []bool{true, false} {
-		var set *EnvRule
-		removed := false
-		for i := range ld.p.env.rules {
-			e := &ld.p.env.rules[i]
-			if e.Pattern() == exact {
-				continue
-			}
-			if exact && e.Name != name || !exact && !envMatch(e.Name, name) {
-				continue
-			}
-			if e.Unset {
-				removed = true
-			} else if set == nil {
-				set = e
-			}
+// an unenv= removes it. exact are the rules naming it exactly, patterns every '*'
+// rule, both in load order.
+func decideEnv(name string, exact, patterns []*EnvRule) (*EnvRule, bool) {
+	if set, removed, found := decideLevel(exact, ""); found {
+		return set, !removed
+	}
+	set, removed, found := decideLevel(patterns, name)
+	return set, found && !removed
+}
+
+// decideLevel applies the rules of one level (all of them when name is "", else
+// those whose pattern matches name): found reports that one applies, removed that an
+// unenv= does, set is the first env= that does.
+func decideLevel(rules []*EnvRule, name string) (set *EnvRule, removed, found bool) {
+	for _, e := range rules {
+		if name != "" && !envMatch(e.Name, name) {
+			continue
 		}
-		if removed {
-			return EnvRule{}, false
-		}
-		if set != nil {
-			return *set, true
+		found = true
+		if e.Unset {
+			removed = true
+		} else if set == nil {
+			set = e
 		}
 	}
-	return EnvRule{}, false
+	return set, removed, found
 }
 
 // Environ returns the environment the sandboxed program starts with, as sorted

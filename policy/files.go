@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // Mode is the access an expose-* rule grants.
@@ -106,8 +107,12 @@ func (ld *loader) exposePath(r Rule, v string, single bool) (string, bool) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(ld.dir, p)
 	}
+	if real, ok := ld.dirCache[p]; ok {
+		return real, true
+	}
 	real, err := filepath.EvalSymlinks(p)
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		// ENOTDIR: a component of the path is a file, so the path does not exist.
 		ld.errs.add(r.Ref, "Invalid rule '%s': path '%s' must exist", r.Raw, v)
 		return "", false
 	}
@@ -124,24 +129,41 @@ func (ld *loader) exposePath(r Rule, v string, single bool) (string, bool) {
 		ld.errs.add(r.Ref, "Invalid rule '%s': path must be a directory", r.Raw)
 		return "", false
 	}
+	// A large profile names the same few directories over and over: resolve each once.
+	if ld.dirCache == nil {
+		ld.dirCache = map[string]string{}
+	}
+	ld.dirCache[p] = real
 	return real, true
 }
 
 // addExpose records an expose rule; the same directory with the other mode is an
 // error (the first rule wins), an exact duplicate is fine.
 func (ld *loader) addExpose(e Expose) {
-	for _, o := range ld.p.exposes {
-		if o.Path != e.Path {
-			continue
-		}
+	if i, ok := ld.exposeIdx[e.Path]; ok {
+		o := ld.p.exposes[i]
 		if o.Mode != e.Mode {
 			ld.errs.add(e.Ref, "'%s' invalidate another rule from %s", e.Raw, o.Ref)
 			return
 		}
-		ld.record(e.Rule)
+		ld.recordExpose(e)
 		return // duplicate
 	}
+	if ld.exposeIdx == nil {
+		ld.exposeIdx = map[string]int{}
+	}
+	ld.exposeIdx[e.Path] = len(ld.p.exposes)
 	ld.p.exposes = append(ld.p.exposes, e)
+	ld.recordExpose(e)
+}
+
+// recordExpose records an accepted expose rule (a duplicate too) and the directory
+// it resolved to, which String prints.
+func (ld *loader) recordExpose(e Expose) {
+	if ld.p.exposeAt == nil {
+		ld.p.exposeAt = map[int]string{}
+	}
+	ld.p.exposeAt[len(ld.p.rules)] = e.Path
 	ld.record(e.Rule)
 }
 

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 )
 
@@ -52,7 +53,7 @@ func stripComment(s string) string {
 // splitLines turns file content into rule lines: comments stripped, blank lines and
 // template placeholder lines (starting with '{') dropped.
 func (ld *loader) splitLines(data []byte, file Ref) []line {
-	var out []line
+	out := make([]line, 0, bytes.Count(data, []byte{'\n'})+1)
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 64*1024), maxFileSize+1)
 	n := 0
@@ -74,12 +75,33 @@ func (ld *loader) splitLines(data []byte, file Ref) []line {
 		}
 		out = append(out, line{ref: ref, text: text})
 	}
+	if err := sc.Err(); err != nil {
+		// Only a line longer than maxFileSize gets here (Parse does not bound its
+		// input): refuse the file rather than silently drop the rest of it.
+		ref := file
+		ref.Line = n + 1
+		ld.errs.add(ref, "cannot read the rest of the file: %v", err)
+	}
 	return out
 }
 
-// readRuleFile reads one rule file within the size bound.
-func readRuleFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+// errNotRegular reports an included file that is a FIFO, a device or a socket:
+// reading one could block forever or never end.
+var errNotRegular = errors.New("not a regular file")
+
+// readRuleFile reads one rule file within the size bound. Errors are *fs.PathError
+// values naming path.
+//
+// An included file must be a regular file, and is opened without blocking (a FIFO
+// would otherwise wait forever for a writer): a profile cannot make the load hang.
+// The main file, named by the caller, may also be a pipe or a device, as in
+// "check /dev/stdin".
+func readRuleFile(path string, included bool) ([]byte, error) {
+	flag := os.O_RDONLY
+	if included {
+		flag |= syscall.O_NONBLOCK
+	}
+	f, err := os.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -88,31 +110,56 @@ func readRuleFile(path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.IsDir() {
-		return nil, fmt.Errorf("%s is a directory", path)
+	switch {
+	case st.IsDir():
+		return nil, &fs.PathError{Op: "read", Path: path, Err: syscall.EISDIR}
+	case included && !st.Mode().IsRegular():
+		return nil, &fs.PathError{Op: "read", Path: path, Err: errNotRegular}
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxFileSize+1))
 	if err != nil {
 		return nil, err
 	}
 	if len(data) > maxFileSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", path, maxFileSize)
+		return nil, &fs.PathError{Op: "read", Path: path, Err: fmt.Errorf("larger than %d bytes", maxFileSize)}
 	}
 	return data, nil
+}
+
+// pathErrCause returns the cause of a *fs.PathError (without the operation and the
+// path, which the caller names itself), or err.
+func pathErrCause(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
 }
 
 // expandFile reads path and returns its lines with every include spliced in place.
 // visited holds the canonical paths already loaded, so cycles are skipped.
 func (ld *loader) expandFile(path string, data []byte, visited map[string]bool, depth int) []line {
 	ref := ld.fileRef(path)
-	var out []line
-	for _, l := range ld.splitLines(data, ref) {
-		m := includeRE.FindStringSubmatch(l.text)
+	lines := ld.splitLines(data, ref)
+	var out []line // nil until the first include: most files have none
+	for i, l := range lines {
+		var m []string
+		if strings.HasPrefix(l.text, "include") {
+			m = includeRE.FindStringSubmatch(l.text)
+		}
 		if m == nil {
-			out = append(out, l)
+			if out != nil {
+				out = append(out, l)
+			}
 			continue
 		}
+		if out == nil {
+			out = append(make([]line, 0, len(lines)), lines[:i]...)
+		}
 		out = append(out, ld.include(l, m[1], filepath.Dir(path), visited, depth)...)
+	}
+	if out == nil {
+		return lines
 	}
 	return out
 }
@@ -124,12 +171,12 @@ func (ld *loader) include(at line, spec, baseDir string, visited map[string]bool
 		ld.errs.add(at.ref, "includes nest more than %d levels deep", maxIncludeDepth)
 		return nil
 	}
-	spec, err := substitute(spec, ld.lookup)
+	resolved, err := substitute(spec, ld.lookup)
 	if err != nil {
 		ld.errs.add(at.ref, "include %q: %v", spec, err)
 		return nil
 	}
-	target, err := ld.resolveInclude(spec, baseDir)
+	target, err := ld.resolveInclude(resolved, baseDir)
 	if err != nil {
 		ld.errs.add(at.ref, "include %q: %v", spec, err)
 		return nil
@@ -142,13 +189,13 @@ func (ld *loader) include(at line, spec, baseDir string, visited map[string]bool
 		ld.debug("include skipped (already loaded)", "file", target, "from", at.ref.String())
 		return nil
 	}
-	data, err := readRuleFile(target)
+	data, err := readRuleFile(target, true)
 	if errors.Is(err, fs.ErrNotExist) {
 		ld.debug("include ignored (missing file)", "file", target, "from", at.ref.String())
 		return nil
 	}
 	if err != nil {
-		ld.errs.add(at.ref, "cannot read included file '%s': %v", ld.show(target), errors.Unwrap(err))
+		ld.errs.add(at.ref, "cannot read included file '%s': %v", ld.show(target), pathErrCause(err))
 		return nil
 	}
 	visited[key] = true

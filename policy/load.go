@@ -10,7 +10,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"time"
 )
 
 // DefaultName is the file name of a rule file.
@@ -46,6 +48,9 @@ type Options struct {
 	Providers []string
 	// Logger receives warnings and debug messages. Nil means slog.Default().
 	Logger *slog.Logger
+
+	// wait replaces the waits between DNS retries (tests).
+	wait func(context.Context, time.Duration) error
 }
 
 // Load reads the rule file at path (with its includes) together with opts.Rules and
@@ -62,7 +67,7 @@ func Load(ctx context.Context, path string, opts *Options) (*Policy, error) {
 		abs = filepath.Join(ld.dir, abs)
 	}
 	abs = filepath.Clean(abs)
-	data, err := readRuleFile(abs)
+	data, err := readRuleFile(abs, false)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &MissingError{Path: abs, Name: ld.show(abs)}
 	}
@@ -111,6 +116,18 @@ type loader struct {
 	errs      collector
 	p         *Policy
 	ctx       context.Context
+
+	// dirCache maps an expose-* path (absolute, before symlink resolution) to the
+	// directory it resolved to; exposeIdx maps a resolved directory to its index in
+	// p.exposes.
+	dirCache  map[string]string
+	exposeIdx map[string]int
+	// argKeys are the keys of the rules given by code or on the command line, in
+	// order, whether the rules were kept or not (learn=false refuses them all).
+	argKeys    []string
+	argKeySeen map[string]bool
+	// overridden maps a control key set by <arg> to the first file rule it overrode.
+	overridden map[string]Ref
 
 	// Per-family loading state, owned by each family's file.
 	netState    netLoad
@@ -186,10 +203,13 @@ func (ld *loader) load(ctx context.Context, path string, data []byte) (*Policy, 
 	}
 	var lines []line
 	for _, r := range ld.opts.Rules {
-		for _, text := range strings.Split(r, "\n") {
-			if text = strings.TrimSpace(text); text != "" {
-				lines = append(lines, line{ref: argRef, text: text})
-			}
+		// One entry is one rule: a line break would let a value inject other rules.
+		if strings.ContainsAny(r, "\r\n") {
+			ld.errs.add(argRef, "Invalid rule %s: a rule value cannot hold a line break", strconv.Quote(r))
+			continue
+		}
+		if text := strings.TrimSpace(r); text != "" {
+			lines = append(lines, line{ref: argRef, text: text})
 		}
 	}
 	if path != "" {
@@ -199,10 +219,15 @@ func (ld *loader) load(ctx context.Context, path string, data []byte) (*Policy, 
 			key = real
 		}
 		visited[key] = true
-		lines = append(lines, ld.expandFile(path, data, visited, 0)...)
+		if file := ld.expandFile(path, data, visited, 0); len(lines) == 0 {
+			lines = file
+		} else {
+			lines = append(lines, file...)
+		}
 	} else if len(data) > 0 {
 		lines = append(lines, ld.splitLines(data, argRef)...)
 	}
+	ld.p.rules = make([]Rule, 0, len(lines))
 	for _, l := range lines {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -227,6 +252,13 @@ func (ld *loader) rule(l line) {
 	if !ok || key == "" || strings.TrimSpace(key) != key {
 		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
 		return
+	}
+	if l.ref.IsArg() && !ld.argKeySeen[key] {
+		if ld.argKeySeen == nil {
+			ld.argKeySeen = map[string]bool{}
+		}
+		ld.argKeySeen[key] = true
+		ld.argKeys = append(ld.argKeys, key)
 	}
 	r := Rule{Ref: l.ref, Key: key, Value: value, Raw: l.text}
 	switch key {

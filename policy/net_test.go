@@ -580,9 +580,7 @@ func FuzzNetRule(f *testing.F) {
 		f.Add(s)
 	}
 	e := newNetEnv(f, "192.0.2.1 hosts.test\n", map[string][]string{"fuzz.test": {"192.0.2.2", "2001:db8::2"}})
-	old := retryWait
-	retryWait = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
-	f.Cleanup(func() { retryWait = old })
+	e.wait = func(ctx context.Context, _ time.Duration) error { return ctx.Err() }
 	name := e.dir + "/" + DefaultName
 	f.Fuzz(func(t *testing.T, value string) {
 		if strings.ContainsAny(value, "\r\n") {

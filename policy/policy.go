@@ -35,6 +35,7 @@ type Policy struct {
 	environ  []string
 	envFrom  map[string]Ref
 	exposes  []Expose
+	exposeAt map[int]string // index in rules of every expose-*/bind rule (duplicates too) -> its directory
 	ignores  []Ignore
 	net      *Network
 	imports  *Imports
@@ -83,7 +84,7 @@ func (p *Policy) OSSandbox() (string, *Rule) {
 	if r == nil {
 		return "auto", nil
 	}
-	return strings.ToLower(r.Value), r
+	return strings.ToLower(strings.TrimSpace(r.Value)), r
 }
 
 // Learn returns the file named by learn=, resolved to an absolute path, and its rule;

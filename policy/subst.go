@@ -9,6 +9,10 @@ import (
 // the stack.
 const maxSubstDepth = 32
 
+// maxSubstLen bounds the length of a substituted value, so that a short line repeating
+// a long variable cannot exhaust memory.
+const maxSubstLen = 1 << 20
+
 // lookupFunc returns the host value of an environment variable.
 type lookupFunc func(name string) (string, bool)
 
@@ -50,6 +54,9 @@ func (p *substParser) text(depth int, inside bool) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			if b.Len()+len(v) > maxSubstLen {
+				return "", fmt.Errorf("substitution gives a value longer than %d bytes", maxSubstLen)
+			}
 			b.WriteString(v)
 		case c == '}' && inside:
 			return b.String(), nil
@@ -79,6 +86,9 @@ func (p *substParser) variable(depth int) (string, error) {
 			v, err := p.variable(depth + 1)
 			if err != nil {
 				return "", err
+			}
+			if name.Len()+len(v) > maxSubstLen {
+				return "", fmt.Errorf("substitution gives a value longer than %d bytes", maxSubstLen)
 			}
 			name.WriteString(v)
 			continue
