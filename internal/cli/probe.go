@@ -16,12 +16,12 @@ enforces here.
 `
 
 func probe(ctx context.Context, args []string, env *Env) int {
-	for _, a := range args {
-		if a == "-h" || a == "--help" {
+	if len(args) > 0 {
+		if args[0] == "-h" || args[0] == "--help" {
 			fmt.Fprint(env.Stdout, probeUsage)
 			return ExitOK
 		}
-		fmt.Fprintf(env.Stderr, "pysandboxes probe: unexpected argument %q\n\n%s", a, probeUsage)
+		fmt.Fprintf(env.Stderr, "pysandboxes probe: unexpected argument %q\n\n%s", args[0], probeUsage)
 		return ExitUsage
 	}
 	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
