@@ -1,0 +1,91 @@
+package policy_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// Every problem of every file is reported at once, each with its file(line).
+func ExampleLoad_errors() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	os.WriteFile(filepath.Join(dir, ".py-sandboxes"), []byte(
+		"env=NOVALUE\nnet=ALLOW|tcp|*|99999|OUT\nos-sandbox=chroot\n"), 0o644)
+	_, err := policy.Load(context.Background(), filepath.Join(dir, ".py-sandboxes"), &policy.Options{Dir: dir})
+	var ce policy.ConfigErrors
+	if errors.As(err, &ce) {
+		for _, e := range ce {
+			fmt.Println(e)
+		}
+	}
+	// Output:
+	// .py-sandboxes(1): Detect a missing '=' in rule: env=NOVALUE
+	// .py-sandboxes(2): Invalid rule 'net=ALLOW|tcp|*|99999|OUT': invalid port '99999' in '99999': use *, a port, a range N-M or an open range N- (ports 0 to 65535)
+	// .py-sandboxes(3): Invalid os-sandbox 'chroot'. Use one of: auto, none, subprocess, landlock, bwrap, firejail, unshare, qemu.
+}
+
+// The network matcher judges DENY rules first, then ALLOW rules, and denies by
+// default; each answer names the deciding rule.
+func ExampleNetwork_Allowed() {
+	pol, err := policy.NewBuilder().
+		Net("DENY", "*", "10.0.0.0/8", "*", "OUT").
+		Net("ALLOW", "tcp", "0.0.0.0/0", "443", "OUT").
+		Build(context.Background(), &policy.Options{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, ip := range []string{"192.0.2.1", "10.1.2.3", "::ffff:192.0.2.1"} {
+		ok, rule := pol.Network().Allowed(policy.TCP, netip.MustParseAddr(ip), 443, policy.Out)
+		why := "DENIED by implicit default policy"
+		if rule != nil {
+			why = rule.Raw
+		}
+		fmt.Println(ip, ok, why)
+	}
+	ok, _ := pol.Network().Allowed(policy.TCP, netip.MustParseAddr("192.0.2.1"), 80, policy.Out)
+	fmt.Println("port 80:", ok)
+	// Output:
+	// 192.0.2.1 true net=ALLOW|tcp|0.0.0.0/0|443|OUT
+	// 10.1.2.3 false net=DENY|*|10.0.0.0/8|*|OUT
+	// ::ffff:192.0.2.1 true net=ALLOW|tcp|0.0.0.0/0|443|OUT
+	// port 80: false
+}
+
+// The environment of the sandboxed program is exactly what env= grants.
+func ExamplePolicy_Environ() {
+	pol, err := policy.NewBuilder().
+		Env("GREETING", "hello").
+		Env("TOKEN", "${API_TOKEN}").
+		Env("LC_*", "${LC_*}").
+		Unenv("LC_SECRET").
+		Build(context.Background(), &policy.Options{Env: []string{
+			"API_TOKEN=t0k3n", "LC_ALL=C", "LC_SECRET=x", "HOME=/root"}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(pol.Environ())
+	// Output: [GREETING=hello LC_ALL=C TOKEN=t0k3n]
+}
+
+// A policy prints back as a valid rule file.
+func ExamplePolicy_String() {
+	pol, _ := policy.NewBuilder().
+		Env("HOME", "/home/app").
+		PythonImport("json", "csv").
+		PythonAPI("ALLOW", "threads").
+		Build(context.Background(), nil)
+	fmt.Print(pol)
+	// Output:
+	// env=HOME=/home/app  # <arg>
+	// python-import=json, csv  # <arg>
+	// python-api=ALLOW:threads  # <arg>
+}
