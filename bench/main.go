@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 

@@ -11,6 +11,7 @@ import (
 	"os"
 
 	"github.com/pysandboxes/pysandboxes/internal/cli"
+	_ "github.com/pysandboxes/pysandboxes/landlock"
 )
 
 func main() {

@@ -46,6 +46,16 @@ func probe(ctx context.Context, args []string, env *Env) int {
 			fmt.Fprintln(env.Stdout, n)
 		}
 	}
+	for _, p := range pysandboxes.Providers() {
+		d, ok := p.(interface{ Details() []string })
+		if !ok || p.Probe(ctx) != nil {
+			continue
+		}
+		fmt.Fprintf(env.Stdout, "\n%s:\n", p.Name())
+		for _, l := range d.Details() {
+			fmt.Fprintln(env.Stdout, "  "+l)
+		}
+	}
 	fmt.Fprintln(env.Stdout, "\nCapabilities:")
 	tw = tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	for _, c := range pysandboxes.AllCapabilities.List() {

@@ -500,6 +500,7 @@ func TestSyscallRules(t *testing.T) {
 		"clone (vfork SIGCHLD with every non-namespace flag)": call(unix.SYS_CLONE, nonNamespaceFlags|uint64(unix.SIGCHLD)),
 	}
 	allowed["ptrace(PTRACE_TRACEME)"] = call(unix.SYS_PTRACE, unix.PTRACE_TRACEME)
+	allowed["ptrace(PTRACE_DETACH)"] = call(unix.SYS_PTRACE, unix.PTRACE_DETACH, 1234)
 	for _, o := range allOptions() {
 		c := &checker{t: t, o: o, prog: decode(t, mustBuild(t, o).BPF())}
 		for _, req := range []uint64{unix.PTRACE_ATTACH, unix.PTRACE_SEIZE, unix.PTRACE_PEEKDATA, unix.PTRACE_POKEDATA, 1 << 32} {

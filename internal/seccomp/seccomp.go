@@ -134,6 +134,7 @@ const (
 	tioclinux = 0x541c
 
 	ptraceTraceme = 0
+	ptraceDetach  = 17
 
 	perLinux         = 0
 	personalityQuery = 0xffffffff
@@ -351,11 +352,15 @@ func newPlan(o Options) *plan {
 	p.rules = append(p.rules, rule{name: "clone3", verdict: noSys})
 	p.text = append(p.text, "clone3: always (its flags are out of seccomp's sight; callers fall back to clone): ENOSYS")
 
-	// PTRACE_TRACEME (0) only lets the caller's parent trace it: the supervisor uses
-	// it to stop the program at exec and set its resource limits. Every other request
-	// (attach, seize, peek, poke, ...) is refused.
-	add("ptrace", gt(0, ptraceTraceme))
-	say("ptrace: every request but PTRACE_TRACEME")
+	// PTRACE_TRACEME (0) only lets the caller's parent trace it, and PTRACE_DETACH
+	// (17) only releases a tracee the caller already has: the supervisor uses both to
+	// stop the program at exec, set its resource limits and let it go, from the
+	// thread that carries this filter. Nothing can be attached to (attach, seize) nor
+	// inspected (peek, poke, ...).
+	for _, c := range notIn(0, ptraceTraceme, ptraceDetach) {
+		add("ptrace", c)
+	}
+	say("ptrace: every request but PTRACE_TRACEME and PTRACE_DETACH")
 
 	add("ioctl", masked(1, 0xffffffff, tiocsti))
 	add("ioctl", masked(1, 0xffffffff, tioclinux))

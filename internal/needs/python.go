@@ -1,0 +1,232 @@
+package needs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// pythonName matches the base names of CPython interpreters: python, python3,
+// python3.11, python3.13t...
+var pythonName = regexp.MustCompile(`^python[0-9]*(\.[0-9]+)?[a-z]?$`)
+
+func isPython(path string) bool { return pythonName.MatchString(filepath.Base(path)) }
+
+// pythonQuery asks an interpreter for its directories. It runs isolated (-I: no
+// environment variable, no user site) and without the site module (-S), which it
+// then asks explicitly for the site directories.
+const pythonQuery = `import sys, sysconfig, json
+p = sysconfig.get_paths()
+out = {"paths": [p.get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib")],
+       "prefixes": [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix],
+       "sys_path": list(sys.path), "site": []}
+try:
+    import site
+    out["site"] = site.getsitepackages() + site.getsitepackages([sys.base_prefix])
+except Exception:
+    pass
+print(json.dumps(out))
+`
+
+// pythonTimeout bounds the interpreter's answer.
+const pythonTimeout = 20 * time.Second
+
+type pythonAnswer struct {
+	Paths    []string `json:"paths"`
+	Prefixes []string `json:"prefixes"`
+	SysPath  []string `json:"sys_path"`
+	Site     []string `json:"site"`
+}
+
+type pythonInfo struct {
+	needs []Need
+}
+
+// python adds what the Python interpreter at path reads to start and import its
+// standard library: its directories, the shared libraries of the extension modules
+// they hold, the targets of the symbolic links they hold, and pyvenv.cfg. The
+// answer is cached per version of the interpreter's file (in Interpreters). The
+// libraries are resolved without the program's LD_LIBRARY_PATH.
+func (w *walker) python(path string) error {
+	key, err := keyOf(path)
+	if err != nil {
+		return err
+	}
+	cache := w.r.interpreters()
+	cache.mu.Lock()
+	info, ok := cache.m[key]
+	cache.mu.Unlock()
+	if !ok {
+		info, err = w.r.askPython(w.ctx, path)
+		if err != nil {
+			return err
+		}
+		cache.mu.Lock()
+		if cache.m == nil || len(cache.m) >= maxCache {
+			cache.m = map[fileKey]*pythonInfo{}
+		}
+		cache.m[key] = info
+		cache.mu.Unlock()
+	}
+	for _, n := range info.needs {
+		w.add(n.Path, n.Dir, n.Why)
+	}
+	return nil
+}
+
+func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, pythonTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", pythonQuery)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	out, err := cmd.Output()
+	if err != nil {
+		msg := ""
+		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
+			msg = ": " + strings.TrimSpace(string(ee.Stderr))
+		}
+		return nil, fmt.Errorf("needs: cannot ask the Python interpreter %s for its directories: %v%s", path, err, msg)
+	}
+	var a pythonAnswer
+	if err := json.Unmarshal(out, &a); err != nil {
+		return nil, fmt.Errorf("needs: the Python interpreter %s answered %q: %v", path, out, err)
+	}
+	// A resolver without environment: the answer is shared by every environment.
+	w := &walker{r: &Resolver{}, ctx: ctx, seen: map[string]bool{}, out: map[string]Need{}}
+	why := "Python directory of " + path
+	var dirs []string
+	for _, group := range [][]string{a.Paths, a.Site, a.SysPath} {
+		for _, p := range group {
+			if !filepath.IsAbs(p) {
+				continue // "" (the current directory) and the like
+			}
+			real, ok := canonical(p)
+			if !ok {
+				continue
+			}
+			st, err := os.Stat(real)
+			if err != nil {
+				continue
+			}
+			if st.IsDir() {
+				dirs = append(dirs, real)
+			} else {
+				w.add(real, false, why) // a zip archive on sys.path
+			}
+		}
+	}
+	dirs = outermost(dirs)
+	for _, d := range dirs {
+		w.add(d, true, why)
+	}
+	// A virtual environment is found through pyvenv.cfg next to the interpreter or
+	// one directory up.
+	for _, d := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		if real, ok := canonical(filepath.Join(d, "pyvenv.cfg")); ok {
+			w.add(real, false, "virtual environment of "+path)
+		}
+	}
+	exe := loaded{path: path}
+	if real, ok := canonical(path); ok {
+		exe.real = real
+		if obj, err := readELF(real); err == nil {
+			exe.obj = obj
+		}
+	}
+	w.scanPythonDirs(dirs, exe)
+	return &pythonInfo{needs: w.result()}, nil
+}
+
+// outermost sorts dirs and drops those inside another.
+func outermost(dirs []string) []string {
+	slices.Sort(dirs)
+	dirs = slices.Compact(dirs)
+	var out []string
+	for _, d := range dirs {
+		if len(out) > 0 && within(d, out[len(out)-1]) {
+			continue
+		}
+		out = append(out, d)
+	}
+	return out
+}
+
+// within reports whether path is dir or lies beneath it (both clean).
+func within(path, dir string) bool {
+	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
+}
+
+// scanPythonDirs walks the interpreter's directories (bounded): a symbolic link to
+// a file outside them is granted at its target (Debian's sitecustomize.py points
+// into /etc), and the libraries of every extension module are resolved.
+func (w *walker) scanPythonDirs(dirs []string, exe loaded) {
+	inside := func(p string) bool {
+		for _, d := range dirs {
+			if within(p, d) {
+				return true
+			}
+		}
+		return false
+	}
+	entries, extensions := 0, 0
+	for _, root := range dirs {
+		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			if err != nil {
+				if d != nil && d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			entries++
+			if entries > maxDirEntries {
+				return fs.SkipAll
+			}
+			switch {
+			case d.Type()&fs.ModeSymlink != 0:
+				target, ok := canonical(p)
+				if !ok || inside(target) {
+					return nil
+				}
+				st, err := os.Stat(target)
+				if err != nil {
+					return nil
+				}
+				w.add(target, st.IsDir(), "target of "+p)
+			case d.Type().IsRegular() && isSharedObject(d.Name()):
+				extensions++
+				if extensions > maxExtensions || w.seen[p] {
+					return nil
+				}
+				obj, err := readELF(p)
+				if err != nil {
+					return nil
+				}
+				w.seen[p] = true
+				mod := loaded{path: p, real: p, obj: obj}
+				top := exe
+				if top.obj == nil {
+					top = mod
+				}
+				_ = w.libraries(mod, top)
+			}
+			return nil
+		})
+	}
+}
+
+// isSharedObject reports names like x.so, x.so.1, x.cpython-311-x86_64-linux-gnu.so.
+func isSharedObject(name string) bool {
+	return strings.HasSuffix(name, ".so") || strings.Contains(name, ".so.")
+}

@@ -1,0 +1,114 @@
+package needs
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// defaultPath is the search path of execvp when PATH is not set (glibc).
+const defaultPath = "/bin:/usr/bin"
+
+// parseShebang splits a "#!" line as the kernel does: the interpreter, then the
+// rest of the line as one optional argument.
+func parseShebang(head []byte) (interp, arg string, ok bool) {
+	if !bytes.HasPrefix(head, []byte("#!")) {
+		return "", "", false
+	}
+	line := head[2:]
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i]
+	}
+	s := strings.TrimSpace(string(line))
+	if s == "" {
+		return "", "", false
+	}
+	interp, arg, _ = strings.Cut(strings.ReplaceAll(s, "\t", " "), " ")
+	return interp, strings.TrimSpace(arg), true
+}
+
+// script adds the interpreter of a "#!" script, and for "#!/usr/bin/env NAME" the
+// command NAME found on PATH.
+func (w *walker) script(path string, head []byte, depth int) error {
+	interp, arg, ok := parseShebang(head)
+	if !ok {
+		return nil
+	}
+	if !filepath.IsAbs(interp) {
+		return nil // the kernel refuses a relative interpreter... or resolves it from the cwd: nothing to grant
+	}
+	if err := w.program(interp, "interpreter of "+path, depth+1); err != nil {
+		return nil // exec will fail and say why
+	}
+	if filepath.Base(interp) != "env" {
+		return nil
+	}
+	name := envCommand(arg)
+	if name == "" {
+		return nil
+	}
+	found := lookPath(name, w.r.pathList())
+	if found == "" {
+		return nil
+	}
+	_ = w.program(found, "command of "+interp+" in "+path, depth+1)
+	return nil
+}
+
+// envCommand finds the command in the argument of "#!/usr/bin/env ARG": options
+// (-S splits the rest into words) and NAME=VALUE assignments are skipped.
+func envCommand(arg string) string {
+	words := strings.Fields(arg)
+	for i := 0; i < len(words); i++ {
+		wd := words[i]
+		switch {
+		case wd == "-S" || wd == "--split-string":
+			continue
+		case strings.HasPrefix(wd, "-S"):
+			return envCommand(strings.TrimPrefix(wd, "-S") + " " + strings.Join(words[i+1:], " "))
+		case wd == "-u" || wd == "--unset" || wd == "-C" || wd == "--chdir":
+			i++ // the option's value
+			continue
+		case strings.HasPrefix(wd, "-"):
+			continue
+		case strings.Contains(wd, "="):
+			continue
+		}
+		return wd
+	}
+	return ""
+}
+
+func (r *Resolver) pathList() []string {
+	p, ok := r.getenv("PATH")
+	if !ok {
+		p = defaultPath
+	}
+	return filepath.SplitList(p)
+}
+
+// lookPath finds an executable file on a search path (absolute directories only).
+func lookPath(name string, dirs []string) string {
+	if strings.Contains(name, "/") {
+		if filepath.IsAbs(name) && isExecutable(name) {
+			return name
+		}
+		return ""
+	}
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		p := filepath.Join(d, name)
+		if isExecutable(p) {
+			return p
+		}
+	}
+	return ""
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}

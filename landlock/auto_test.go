@@ -1,0 +1,38 @@
+package landlock_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+)
+
+// TestAutoChoosesLandlock: os-sandbox=auto takes landlock for a policy it covers
+// (subprocess, tried first, cannot confine files).
+func TestAutoChoosesLandlock(t *testing.T) {
+	requireLandlock(t)
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "f.txt"), "f")
+	pol := build(t, "expose-ro="+dir, "os-sandbox=auto")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.Provider().Name(); got != "landlock" {
+		t.Fatalf("auto chose %s", got)
+	}
+	out := py(t, sb, tryPrelude+`attempt("hostname", lambda: open("/etc/hostname").read())`)
+	expectLine(t, out, "hostname EACCES")
+}
+
+// TestAutoSkipsLandlockForHosts: a policy naming a host is not covered by
+// landlock, so auto does not take it (and no other provider here covers it).
+func TestAutoSkipsLandlockForHosts(t *testing.T) {
+	requireLandlock(t)
+	pol := build(t, "net=ALLOW|tcp|127.0.0.1|80|OUT")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()))
+	if err == nil && sb.Provider().Name() == "landlock" {
+		t.Fatal("auto chose landlock for a policy naming a host")
+	}
+}

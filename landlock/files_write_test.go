@@ -1,0 +1,90 @@
+package landlock_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestWriteReadOnlyIsDenied: expose-ro= refuses writing, truncating, creating,
+// removing and renaming (EACCES); expose-rw= allows them.
+func TestWriteReadOnlyIsDenied(t *testing.T) {
+	dir := t.TempDir()
+	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
+	writeFile(t, filepath.Join(ro, "f.txt"), "original")
+	writeFile(t, filepath.Join(rw, "f.txt"), "original")
+	sb := sandbox(t, []string{"expose-ro=" + ro, "expose-rw=" + rw})
+	out := py(t, sb, tryPrelude+`
+ro, rw = sys.argv[1], sys.argv[2]
+attempt("ro-write", lambda: open(ro + "/f.txt", "a").write("x"))
+attempt("ro-trunc", lambda: os.truncate(ro + "/f.txt", 0))
+attempt("ro-create", lambda: open(ro + "/new.txt", "w").write("x"))
+attempt("ro-mkdir", lambda: os.mkdir(ro + "/d"))
+attempt("ro-remove", lambda: os.remove(ro + "/f.txt"))
+attempt("ro-rename", lambda: os.rename(ro + "/f.txt", ro + "/g.txt"))
+attempt("rw-write", lambda: open(rw + "/f.txt", "a").write("+more"))
+attempt("rw-create", lambda: open(rw + "/new.txt", "w").write("new"))
+attempt("rw-mkdir", lambda: os.mkdir(rw + "/d"))
+attempt("rw-rename", lambda: os.rename(rw + "/new.txt", rw + "/d/moved.txt"))
+attempt("rw-remove", lambda: os.remove(rw + "/d/moved.txt"))
+attempt("rw-read", lambda: open(rw + "/f.txt").read())
+`, ro, rw)
+	for _, op := range []string{"write", "trunc", "create", "mkdir", "remove", "rename"} {
+		expectLine(t, out, "ro-"+op+" EACCES")
+	}
+	expectLine(t, out, "rw-write OK 5")
+	expectLine(t, out, "rw-create OK 3")
+	expectLine(t, out, "rw-mkdir OK None")
+	expectLine(t, out, "rw-rename OK None")
+	expectLine(t, out, "rw-remove OK None")
+	expectLine(t, out, "rw-read OK original+more")
+	if b, _ := os.ReadFile(filepath.Join(ro, "f.txt")); string(b) != "original" {
+		t.Errorf("the read-only file changed: %q", b)
+	}
+}
+
+// TestReadOnlyInsideReadWrite: a read-only directory exposed inside a read-write
+// one stays read-only (Landlock would add the rights up: the outer directory is
+// split around it), and the rest of the outer directory stays writable.
+func TestReadOnlyInsideReadWrite(t *testing.T) {
+	dir := t.TempDir()
+	inner := filepath.Join(dir, "inner")
+	writeFile(t, filepath.Join(inner, "f.txt"), "original")
+	writeFile(t, filepath.Join(dir, "other", "g.txt"), "g")
+	writeFile(t, filepath.Join(dir, "top.txt"), "top")
+	sb := sandbox(t, []string{"expose-rw=" + dir, "expose-ro=" + inner})
+	out := py(t, sb, tryPrelude+`
+d = sys.argv[1]
+attempt("inner-write", lambda: open(d + "/inner/f.txt", "a").write("x"))
+attempt("inner-create", lambda: open(d + "/inner/n.txt", "w").write("x"))
+attempt("inner-read", lambda: open(d + "/inner/f.txt").read())
+attempt("other-create", lambda: open(d + "/other/n.txt", "w").write("x"))
+attempt("top-write", lambda: open(d + "/top.txt", "a").write("x"))
+`, dir)
+	expectLine(t, out, "inner-write EACCES")
+	expectLine(t, out, "inner-create EACCES")
+	expectLine(t, out, "inner-read OK original")
+	expectLine(t, out, "other-create OK 1")
+	expectLine(t, out, "top-write OK 1")
+}
+
+// TestDevicesAreUsable: the implicit device grants work (read and write), and
+// nothing can be created in /dev.
+func TestDevicesAreUsable(t *testing.T) {
+	sb := sandbox(t, nil)
+	out := py(t, sb, tryPrelude+`
+attempt("null", lambda: open("/dev/null", "w").write("x"))
+attempt("zero", lambda: len(open("/dev/zero", "rb").read(4)))
+attempt("urandom", lambda: len(open("/dev/urandom", "rb").read(4)))
+attempt("create", lambda: open("/dev/pysb-new", "w").write("x"))
+attempt("tty", lambda: open("/dev/tty").read())
+`)
+	expectLine(t, out, "null OK 1")
+	expectLine(t, out, "zero OK 4")
+	expectLine(t, out, "urandom OK 4")
+	expectLine(t, out, "create EACCES")
+	if _, err := os.Stat("/dev/pysb-new"); err == nil {
+		os.Remove("/dev/pysb-new")
+		t.Error("a file was created in /dev")
+	}
+}

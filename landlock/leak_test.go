@@ -1,0 +1,120 @@
+package landlock_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestNoLeaksAfter200Runs: no descriptor, process or temporary file is left after
+// 200 confined runs.
+func TestNoLeaksAfter200Runs(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	sb := sandbox(t, []string{"expose-ro=" + tmp})
+	ctx := context.Background()
+	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	before := countFDs(t)
+	n := 200
+	if testing.Short() {
+		n = 20
+	}
+	for i := 0; i < n; i++ {
+		name, args := "/bin/true", []string(nil)
+		if i%2 == 1 {
+			name, args = "/bin/sh", []string{"-c", "exit 0"}
+		}
+		cmd := sb.Command(ctx, name, args...)
+		if i%3 == 0 {
+			cmd.Stdout = os.Stderr
+		}
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if after := countFDs(t); after != before {
+		t.Errorf("descriptors: %d before, %d after %d runs", before, after, n)
+	}
+	if kids := children(os.Getpid()); len(kids) != 0 {
+		t.Errorf("children left: %v", kids)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// children lists the live children of pid.
+func children(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// BenchmarkLandlockTrue runs /bin/true confined by landlock (supervisor, ruleset
+// and seccomp filter included).
+func BenchmarkLandlockTrue(b *testing.B) {
+	sb := sandbox(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSubprocessTrue runs /bin/true under the supervisor alone (no
+// confinement), to tell the supervisor's cost from Landlock's.
+func BenchmarkSubprocessTrue(b *testing.B) {
+	sb, err := newSubprocess(b)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	for b.Loop() {
+		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareTrue is the reference: a bare exec of /bin/true.
+func BenchmarkBareTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
