@@ -149,6 +149,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	}
 	stages := []supervise.Stage{
 		{Kind: supervise.StageNoNewPrivs},
+		{Kind: supervise.StageDropCapabilities},
 		{Kind: supervise.StageLandlock, Config: llJSON},
 	}
 	if c.seccomp != nil {

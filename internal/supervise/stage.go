@@ -11,6 +11,10 @@ const (
 	StageLandlock = "landlock"
 	// StageSeccomp installs a seccomp BPF program (Config: a SeccompConfig).
 	StageSeccomp = "seccomp"
+	// StageDropCapabilities empties the capability sets and the bounding set: a
+	// program run as root keeps uid 0 but no privilege (it cannot reconfigure the
+	// host's network, clock, hostname, ...), and exec cannot give any back.
+	StageDropCapabilities = "drop-capabilities"
 )
 
 // applyStage applies one confining stage to the calling thread.
@@ -22,6 +26,8 @@ func applyStage(st Stage) error {
 		return applyLandlock(st.Config)
 	case StageSeccomp:
 		return applySeccomp(st.Config)
+	case StageDropCapabilities:
+		return dropCapabilities()
 	}
 	return fmt.Errorf("unknown stage %q (host and helper binaries differ?)", st.Kind)
 }
