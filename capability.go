@@ -45,16 +45,20 @@ const (
 	CapProcessIsolation
 	// CapUnprivileged: works without privilege, in an unprivileged container.
 	CapUnprivileged
+	// CapNoPrivileges: the program holds no capability and cannot gain one
+	// (no_new_privs, empty bounding set): run as root, it still cannot change the
+	// host's network, clock or hostname, and setuid programs give it nothing.
+	CapNoPrivileges
 
 	capEnd
 )
 
 var capNames = []string{"env", "files-read", "files-write", "hide", "unix-sockets", "tcp-ports", "net-hosts",
-	"udp", "udp-deny", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged"}
+	"udp", "udp-deny", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged", "no-privileges"}
 
 var capGoNames = []string{"CapEnv", "CapFilesRead", "CapFilesWrite", "CapHide", "CapUnixSockets", "CapTCPPorts",
 	"CapNetHosts", "CapUDP", "CapUDPDeny", "CapRawSockets", "CapSignals", "CapResourceLimits", "CapSeccomp",
-	"CapProcessIsolation", "CapUnprivileged"}
+	"CapProcessIsolation", "CapUnprivileged", "CapNoPrivileges"}
 
 var capHelp = []string{
 	"the program starts with exactly the policy's environment",
@@ -72,6 +76,7 @@ var capHelp = []string{
 	"dangerous system calls refused by seccomp",
 	"processes outside the sandbox invisible",
 	"works without privilege (unprivileged containers)",
+	"no capability held, none gained (no_new_privs, empty bounding set)",
 }
 
 // AllCapabilities is every capability.

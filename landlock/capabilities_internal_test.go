@@ -15,7 +15,7 @@ import (
 // TestCapabilitiesTable: what the provider claims, by ABI and seccomp.
 func TestCapabilitiesTable(t *testing.T) {
 	const base = pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
-		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged
+		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
 	const sc = pysandboxes.CapSeccomp | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapUnixSockets
 	for _, tc := range []struct {
 		abi  int

@@ -11,7 +11,8 @@
 //
 // The program starts under the supervisor (package internal/supervise: the host
 // binary re-executed). On one dedicated thread, the supervisor sets no_new_privs,
-// builds the Landlock ruleset with raw system calls and restricts that thread
+// empties every capability set (the bounding set too: a program run as root keeps
+// uid 0 but no privilege, and exec gives none back), builds the Landlock ruleset with raw system calls and restricts that thread
 // only, installs the seccomp filter, and forks the program from it: the program
 // and everything it starts inherit the restrictions, while the supervisor keeps
 // its freedom to wait for and kill the process tree. Any failure ends the launch
@@ -105,6 +106,7 @@
 //	seccomp            yes                  no                           with seccomp
 //	process-isolation  no                   no                           no
 //	unprivileged       yes                  yes                          yes
+//	no-privileges      yes                  yes                          yes
 //
 // Without seccomp the provider drops what it would need the filter for: nothing
 // is weakened silently, a policy that needs it is refused unless the caller

@@ -77,7 +77,7 @@ func capabilities(abi int, seccompOK bool) pysandboxes.Capability {
 		return 0
 	}
 	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
-		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged
+		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
 	if abi >= abiScopes {
 		// Signals by the ABI 6 scope; ptrace of a process outside the domain is
 		// refused by Landlock from ABI 1 (and by seccomp).
