@@ -2,22 +2,54 @@
 // program's whole process tree.
 //
 // The supervisor is the host binary itself, re-executed through /proc/self/exe with a
-// marker in argv[0] (or a dedicated helper binary that imports this package). Its
-// init function recognises the marker, takes over before the host's main runs, and
-// never returns. It:
+// marker in argv[0] (or a dedicated helper binary that imports this package). It:
 //
 //   - becomes a child subreaper, so every orphaned descendant of the program is
 //     re-parented to it and reaped (no zombie stays);
 //   - watches the host: its parent-death signal fires when the host dies, and it
 //     then kills the whole tree;
-//   - applies the restrictions of the launch (resource limits, and the stages that
-//     confine the program) to the one OS thread that starts the program, so the
-//     program inherits them while the supervisor itself keeps its freedom to wait
-//     for and kill the tree;
-//   - starts the program in a process group of its own, forwards the host's
-//     ordinary signals to it, and when the program ends (or the host asks it to
-//     stop) kills every remaining descendant, waits until none is left, and reports
-//     the program's exact wait status to the host over a pipe.
+//   - starts the program in a process group of its own, with exactly the
+//     environment, arguments and descriptors (0, 1, 2 and the caller's extra files)
+//     of the spec, its resource limits and the stages that confine it (no-new-privs,
+//     drop-capabilities, Landlock, seccomp), while the supervisor itself keeps its
+//     freedom to wait for and kill the tree;
+//   - forwards the host's ordinary signals to the program, and when the program ends
+//     (or the host asks it to stop, or dies) kills every remaining descendant, waits
+//     until none is left, and reports the program's exact wait status to the host
+//     over a pipe.
+//
+// # Two supervisors, one protocol
+//
+// In a cgo build (the default) the supervisor is written in C (supervisor_linux.c): a
+// constructor recognises the marker at process start, before the Go runtime is
+// initialised, does all of the above with plain system calls and exits, so the Go
+// runtime of the host binary never starts. For any other argv[0] it returns at once
+// (one string comparison). It starts the program with clone(CLONE_VM|CLONE_VFORK)
+// and applies the limits and the stages in that child, between the clone and the
+// execve. Its cost over a bare exec of the program is one exec of the host binary
+// (the dynamic loader included) and a few dozen system calls; the Go runtime's start
+// (threads, page faults of the runtime and the package initialisers) is gone.
+//
+// Without cgo (CGO_ENABLED=0) the supervisor is the Go one (helper.go): the
+// package's init function takes the process over before the host's main runs. It
+// applies the stages to one locked OS thread that forks the program (and is parked
+// afterwards), and sets the resource limits after exec, on the program stopped by
+// PTRACE_TRACEME, so that they do not bind the supervisor's own runtime.
+//
+// Both read the same spec (the wire format of wire.go, from a memfd), refuse the
+// same malformed specs with the same messages, apply the same stages with the same
+// error messages, and report the same lines on the status pipe:
+//
+//	S <pid>              the program runs
+//	E <errno> <message>  it could not be started (errno 0 when a stage or the spec
+//	                     failed: a sandbox that cannot be set up is never taken for
+//	                     a missing program); the supervisor then exits 127
+//	X <wait status>      it ended; the supervisor exits with its code (128+signal
+//	                     when a signal ended it)
+//
+// The supervisor's own environment is empty: the program's environment travels in
+// the spec, so that its LD_PRELOAD and the like never reach the (unconfined)
+// supervisor. The tests run every check against both supervisors.
 //
 // The host side is Command, which returns an *exec.Cmd for the supervisor and a
 // Handle that reads its reports.

@@ -1,9 +1,9 @@
 package supervise
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"runtime"
@@ -14,8 +14,10 @@ import (
 )
 
 func init() {
-	if len(os.Args) >= 3 && os.Args[0] == marker {
-		os.Exit(helperMain(os.Args[1], os.Args[2]))
+	// In a cgo build the C supervisor has already taken a process with marker over
+	// (and never returned): only markerGo reaches this point there.
+	if len(os.Args) >= 3 && (os.Args[0] == marker || os.Args[0] == markerGo) {
+		os.Exit(helperMain(os.Args[1:]))
 	}
 }
 
@@ -27,29 +29,79 @@ const exitHelperFailure = 127
 var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
 	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}
 
-func helperMain(ver, encoded string) int {
+// helperMain is the Go supervisor: args are the version, the status descriptor
+// and the spec descriptor. It does what supervisor_linux.c does, with the same
+// reports and messages.
+func helperMain(args []string) int {
 	// Until the status pipe is known, the only way to complain is stderr.
-	if ver != version {
-		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: protocol %q, want %q (host and helper binaries differ)\n", ver, version)
+	if args[0] != version {
+		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: protocol \"%s\", want \"%s\" (host and helper binaries differ)\n", args[0], version)
 		return exitHelperFailure
 	}
-	var spec Spec
-	if err := json.Unmarshal([]byte(encoded), &spec); err != nil {
-		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: bad spec: %v\n", err)
+	statusFD, specFD := -1, -1
+	if len(args) == 3 {
+		statusFD, specFD = parseFD(args[1]), parseFD(args[2])
+	}
+	if statusFD < 0 || specFD < 0 {
+		fmt.Fprintln(os.Stderr, "pysandboxes supervisor: bad arguments")
 		return exitHelperFailure
 	}
-	status := os.NewFile(uintptr(spec.StatusFD), "status")
-	if status == nil {
+	if _, err := unix.FcntlInt(uintptr(statusFD), unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
 		fmt.Fprintln(os.Stderr, "pysandboxes supervisor: no status descriptor")
 		return exitHelperFailure
 	}
-	syscall.CloseOnExec(spec.StatusFD)
-	h := &helper{spec: &spec, status: status}
+	// The spec first: os.NewFile of the (non-blocking) status pipe makes the
+	// runtime's poller, whose descriptor could take a missing spec's number.
+	spec, err := readSpec(specFD)
+	h := &helper{status: os.NewFile(uintptr(statusFD), "status")}
+	if err != nil {
+		return h.fail(fmt.Errorf("bad spec: %s", err))
+	}
+	h.spec = spec
 	return h.run()
 }
 
+// parseFD parses a descriptor number (digits only), or returns -1.
+func parseFD(s string) int {
+	v, err := parseWireNum(s)
+	if err != nil || v > math.MaxInt32 {
+		return -1
+	}
+	return int(v)
+}
+
+// readSpec reads and decodes the spec file, and closes it.
+func readSpec(fd int) (*wireSpec, error) {
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("cannot read it: %s", err.Error())
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return nil, errors.New("cannot read it: not a regular file")
+	}
+	if st.Size > maxSpec {
+		return nil, fmt.Errorf("%d bytes, more than %d", st.Size, maxSpec)
+	}
+	b := make([]byte, st.Size)
+	for got := 0; got < len(b); {
+		n, err := unix.Pread(fd, b[got:], int64(got))
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("cannot read it: %s", err.Error())
+		}
+		if n == 0 {
+			return nil, errors.New("cannot read it: short read")
+		}
+		got += n
+	}
+	return decodeWire(b)
+}
+
 type helper struct {
-	spec       *Spec
+	spec       *wireSpec
 	status     *os.File
 	pid        int  // the program
 	restricted bool // a stage touched the starting thread
@@ -73,8 +125,10 @@ func (h *helper) fail(err error) int {
 }
 
 func (h *helper) run() int {
+	// Nothing but 0, 1, 2 and the extra files may reach the program.
+	_ = unix.CloseRange(uint(3+h.spec.extra), math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	// The host may have died before the parent-death signal was armed.
-	if os.Getppid() != h.spec.HostPID {
+	if os.Getppid() != h.spec.hostPID {
 		return h.fail(errors.New("the host process is gone"))
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -83,7 +137,7 @@ func (h *helper) run() int {
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
 
-	files := make([]uintptr, 3+h.spec.ExtraFiles)
+	files := make([]uintptr, 3+h.spec.extra)
 	for i := range files {
 		files[i] = uintptr(i)
 	}
@@ -107,7 +161,7 @@ func (h *helper) run() int {
 		case s := <-sigs:
 			switch s {
 			case SignalHostDied:
-				if os.Getppid() == h.spec.HostPID {
+				if os.Getppid() == h.spec.hostPID {
 					continue // a host thread ended, not the host
 				}
 				h.killTree(gone)
@@ -165,20 +219,36 @@ func (h *helper) startConfined(files []uintptr) (int, error) {
 // traced, stops at its first instruction after exec, gets its limits with prlimit,
 // and is released before it has run any code.
 func (h *helper) confineAndStart(files []uintptr) (int, error) {
-	for _, st := range h.spec.Stages {
-		h.restricted = true
-		if err := applyStage(st); err != nil {
-			return 0, fmt.Errorf("cannot apply %s: %w", st.Kind, err)
+	// The hard limits that rise are raised on the supervisor itself (it keeps its
+	// soft limits), while it has its capabilities: raising one needs
+	// CAP_SYS_RESOURCE, which a stage may drop from this thread. The program
+	// inherits them, and gets its final limits after exec.
+	for _, l := range h.spec.rlimits {
+		var old unix.Rlimit
+		err := unix.Prlimit(0, l.Resource, nil, &old)
+		if err == nil && max(l.Value, l.Hard) > old.Max {
+			err = unix.Prlimit(0, l.Resource, &unix.Rlimit{Cur: old.Cur, Max: max(l.Value, l.Hard)}, nil)
+		}
+		if err != nil {
+			return 0, fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err)
 		}
 	}
-	stop := len(h.spec.Rlimits) > 0
-	pid, err := syscall.ForkExec(h.spec.Path, h.spec.Args, &syscall.ProcAttr{
-		Env:   syscall.Environ(),
+	for _, st := range h.spec.stages {
+		h.restricted = true
+		if err := st.apply(); err != nil {
+			// Without its errno: the host must report a sandbox that could not be
+			// set up, not a program that does not exist (ENOENT) or cannot run.
+			return 0, errors.New("cannot apply " + st.kind + ": " + err.Error())
+		}
+	}
+	stop := len(h.spec.rlimits) > 0
+	pid, err := syscall.ForkExec(h.spec.path, h.spec.args, &syscall.ProcAttr{
+		Env:   h.spec.env,
 		Files: files,
 		Sys:   &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Ptrace: stop},
 	})
 	if err != nil {
-		return 0, &os.PathError{Op: "fork/exec", Path: h.spec.Path, Err: err}
+		return 0, &os.PathError{Op: "fork/exec", Path: h.spec.path, Err: err}
 	}
 	if stop {
 		if err := h.limit(pid); err != nil {
@@ -208,7 +278,7 @@ func (h *helper) limit(pid int) error {
 	if !ws.Stopped() {
 		return fmt.Errorf("the program did not stop after exec (status %#x)", uint32(ws))
 	}
-	for _, l := range h.spec.Rlimits {
+	for _, l := range h.spec.rlimits {
 		lim := unix.Rlimit{Cur: l.Value, Max: max(l.Value, l.Hard)}
 		if err := unix.Prlimit(pid, l.Resource, &lim, nil); err != nil {
 			return fmt.Errorf("cannot set resource limit %d to %d: %w", l.Resource, l.Value, err)

@@ -8,10 +8,13 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // SelfHelper is the default helper: the running binary itself.
@@ -20,50 +23,107 @@ const SelfHelper = "/proc/self/exe"
 // Command returns the supervisor command for spec, and the Handle that reads its
 // reports. helper is the binary to run as the supervisor ("" means SelfHelper); env
 // and dir are the program's environment and working directory (the supervisor runs
-// with them and passes them on unchanged). extra are the caller's extra files,
-// passed to the program as descriptors 3, 4, ...
+// in dir, with an empty environment of its own, and gives env to the program,
+// duplicates removed as os/exec does). extra are the caller's extra files, passed
+// to the program as descriptors 3, 4, ...
+//
+// The spec goes to the supervisor in the wire format (wire.go) through a memfd.
+// A stage configuration that does not decode is a *StartError here: nothing
+// starts.
 //
 // The caller sets stdio on the returned command and starts it with Start (below),
 // never with the command's own Start, so that the parent-death signal is armed on a
 // thread that stays alive.
 func Command(spec Spec, helper string, env []string, dir string, extra []*os.File) (*exec.Cmd, *Handle, error) {
+	return command(spec, helper, env, dir, extra, marker)
+}
+
+// command is Command with the supervisor's marker (markerGo runs the Go
+// supervisor in a cgo build).
+func command(spec Spec, helper string, env []string, dir string, extra []*os.File, mark string) (*exec.Cmd, *Handle, error) {
 	if helper == "" {
 		helper = SelfHelper
 	}
-	if env == nil {
-		env = []string{} // nil would hand the host's environment to the program
-	}
-	r, w, err := os.Pipe()
+	env, err := dedupEnv(env)
 	if err != nil {
-		return nil, nil, fmt.Errorf("supervise: status pipe: %w", err)
+		return nil, nil, err
 	}
 	spec.ExtraFiles = len(extra)
 	spec.StatusFD = 3 + len(extra)
 	spec.HostPID = os.Getpid()
-	enc, err := spec.encode()
+	wire, err := encodeWire(&spec, env)
 	if err != nil {
-		r.Close()
-		w.Close()
 		return nil, nil, err
+	}
+	sf, err := specFile(wire)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		sf.Close()
+		return nil, nil, fmt.Errorf("supervise: status pipe: %w", err)
 	}
 	cmd := &exec.Cmd{
 		Path:       helper,
-		Args:       []string{marker, version, enc},
-		Env:        env,
+		Args:       []string{mark, version, strconv.Itoa(spec.StatusFD), strconv.Itoa(spec.StatusFD + 1)},
+		Env:        []string{},
 		Dir:        dir,
-		ExtraFiles: append(append([]*os.File(nil), extra...), w),
+		ExtraFiles: append(append([]*os.File(nil), extra...), w, sf),
 		SysProcAttr: &syscall.SysProcAttr{
 			Setpgid:   true,
 			Pdeathsig: SignalHostDied,
 		},
 	}
-	return cmd, &Handle{r: r, w: w, br: bufio.NewReader(r), path: spec.Path}, nil
+	return cmd, &Handle{r: r, w: w, spec: sf, br: bufio.NewReader(r), path: spec.Path}, nil
+}
+
+// specFile returns a memfd holding wire.
+func specFile(wire []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate("pysandboxes-spec", unix.MFD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("supervise: spec file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "pysandboxes-spec")
+	if _, err := f.Write(wire); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("supervise: spec file: %w", err)
+	}
+	return f, nil
+}
+
+// dedupEnv removes the duplicate variables of env, the last one winning, and
+// refuses a NUL byte, as os/exec does with the environment of a command.
+func dedupEnv(env []string) ([]string, error) {
+	out := make([]string, 0, len(env))
+	saw := make(map[string]bool, len(env))
+	for i := len(env) - 1; i >= 0; i-- {
+		kv := env[i]
+		if strings.IndexByte(kv, 0) >= 0 {
+			return nil, errors.New("supervise: environment variable contains NUL")
+		}
+		k, _, ok := strings.Cut(kv, "=")
+		if !ok {
+			if kv != "" {
+				out = append(out, kv)
+			}
+			continue
+		}
+		if saw[k] {
+			continue
+		}
+		saw[k] = true
+		out = append(out, kv)
+	}
+	slices.Reverse(out)
+	return out, nil
 }
 
 // Handle reads the supervisor's reports: the program's pid once started, and its
 // wait status once it ended.
 type Handle struct {
 	r, w *os.File
+	spec *os.File // the spec file, until the supervisor started
 	br   *bufio.Reader
 	path string
 	pid  int
@@ -81,6 +141,7 @@ func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
 	err := cmd.Start()
 	runtime.UnlockOSThread()
 	h.w.Close()
+	h.spec.Close()
 	if err != nil {
 		h.r.Close()
 		return 0, err
@@ -132,6 +193,7 @@ func (h *Handle) Status() (syscall.WaitStatus, error) {
 // Close releases the handle's pipe (it may already be closed).
 func (h *Handle) Close() error {
 	h.w.Close()
+	h.spec.Close()
 	h.r.Close()
 	return nil
 }

@@ -2,16 +2,21 @@ package supervise
 
 import (
 	"encoding/json"
-	"fmt"
 	"syscall"
 )
 
 const (
-	// marker is argv[0] of a supervisor process.
+	// marker is argv[0] of a supervisor process. In a cgo build the C supervisor
+	// (supervisor_linux.c) takes it over before the Go runtime starts; otherwise
+	// the Go supervisor (helper.go) does.
 	marker = "pysandboxes-supervisor"
+	// markerGo is argv[0] of a supervisor that must be the Go one even in a cgo
+	// build (the tests run both supervisors with it).
+	markerGo = "pysandboxes-supervisor-go"
 	// version is argv[1]: a host and a helper binary of different protocol versions
-	// refuse to work together.
-	version = "v1"
+	// refuse to work together. v2: the spec is the wire format of wire.go, read
+	// from a descriptor.
+	version = "v2"
 
 	// SignalHostDied is the parent-death signal of the supervisor.
 	SignalHostDied = syscall.Signal(40)
@@ -37,10 +42,12 @@ type Spec struct {
 	ExtraFiles int `json:"extra,omitempty"`
 	// Rlimits are applied to the program.
 	Rlimits []Rlimit `json:"rlimits,omitempty"`
-	// Stages are applied in order to the thread that starts the program.
+	// Stages are applied in order to the thread that starts the program (see the
+	// Stage kinds).
 	Stages []Stage `json:"stages,omitempty"`
 
-	// Filled in by Command.
+	// Filled in by Command (StatusFD is 3 + ExtraFiles; the spec itself is read
+	// from the next descriptor).
 	StatusFD int `json:"status_fd"`
 	HostPID  int `json:"host_pid"`
 }
@@ -51,16 +58,4 @@ type Stage struct {
 	Kind string `json:"kind"`
 	// Config is the stage's own encoding of what to apply.
 	Config json.RawMessage `json:"config,omitempty"`
-}
-
-func (s *Spec) encode() (string, error) {
-	b, err := json.Marshal(s)
-	if err != nil {
-		return "", fmt.Errorf("supervise: encode spec: %w", err)
-	}
-	// The kernel bounds one argument to 128 KiB.
-	if len(b) > 120<<10 {
-		return "", fmt.Errorf("supervise: spec of %d bytes is too large", len(b))
-	}
-	return string(b), nil
 }

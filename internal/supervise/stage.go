@@ -3,7 +3,8 @@ package supervise
 import "fmt"
 
 // Stage kinds. Each is applied, in the order of Spec.Stages, to the one thread that
-// starts the program; the program inherits them.
+// starts the program (the C supervisor's child between clone and execve, the Go
+// supervisor's locked thread before it forks); the program inherits them.
 const (
 	// StageNoNewPrivs sets no_new_privs: exec can no longer grant privileges.
 	StageNoNewPrivs = "no-new-privs"
@@ -17,17 +18,39 @@ const (
 	StageDropCapabilities = "drop-capabilities"
 )
 
-// applyStage applies one confining stage to the calling thread.
+// applyStage applies one confining stage, in its API form (a JSON Config), to
+// the calling thread.
 func applyStage(st Stage) error {
+	ws := wireStage{kind: st.Kind}
 	switch st.Kind {
+	case StageLandlock:
+		cfg, err := decodeLandlock(st.Config)
+		if err != nil {
+			return err
+		}
+		ws.landlock = cfg
+	case StageSeccomp:
+		bpf, err := decodeSeccomp(st.Config)
+		if err != nil {
+			return err
+		}
+		ws.bpf = bpf
+	}
+	return ws.apply()
+}
+
+// apply applies a decoded stage to the calling thread (the Go supervisor's; the C
+// supervisor has its own, in supervisor_linux.c, with the same messages).
+func (st *wireStage) apply() error {
+	switch st.kind {
 	case StageNoNewPrivs:
 		return noNewPrivs()
 	case StageLandlock:
-		return applyLandlock(st.Config)
+		return st.landlock.apply()
 	case StageSeccomp:
-		return applySeccomp(st.Config)
+		return applySeccompBPF(st.bpf)
 	case StageDropCapabilities:
 		return dropCapabilities()
 	}
-	return fmt.Errorf("unknown stage %q (host and helper binaries differ?)", st.Kind)
+	return fmt.Errorf("unknown stage \"%s\" (host and helper binaries differ?)", st.kind)
 }

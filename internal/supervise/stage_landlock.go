@@ -1,10 +1,10 @@
 package supervise
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -73,19 +73,6 @@ type llNetPortAttr struct {
 	port    uint64
 }
 
-func applyLandlock(raw json.RawMessage) error {
-	var cfg LandlockConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("bad configuration: %v", err)
-	}
-	if err := cfg.apply(); err != nil {
-		// Without its errno: the host must report a sandbox that could not be set
-		// up, not a program that does not exist (ENOENT) or cannot run (EACCES).
-		return errors.New(err.Error())
-	}
-	return nil
-}
-
 // LandlockABI returns the Landlock ABI version the kernel offers (0 and the error
 // when Landlock is not available).
 func LandlockABI() (int, error) {
@@ -117,7 +104,7 @@ func (cfg *LandlockConfig) apply() error {
 	}
 	fd, _, e := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), size, 0)
 	if e != 0 {
-		return fmt.Errorf("landlock_create_ruleset(fs=%#x net=%#x scoped=%#x): %w", cfg.FS, cfg.Net, cfg.Scoped, e)
+		return fmt.Errorf("landlock_create_ruleset(fs=0x%x net=0x%x scoped=0x%x): %w", cfg.FS, cfg.Net, cfg.Scoped, e)
 	}
 	ruleset := int(fd)
 	defer unix.Close(ruleset)
@@ -134,7 +121,7 @@ func (cfg *LandlockConfig) apply() error {
 			a := llNetPortAttr{allowed: pr.Access, port: uint64(port)}
 			if _, _, e := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), llRuleNetPort,
 				uintptr(unsafe.Pointer(&a)), 0, 0, 0); e != 0 {
-				return fmt.Errorf("landlock_add_rule(port %d, access %#x): %w", port, pr.Access, e)
+				return fmt.Errorf("landlock_add_rule(port %d, access 0x%x): %w", port, pr.Access, e)
 			}
 		}
 	}
@@ -159,7 +146,7 @@ func (cfg *LandlockConfig) addPaths(ruleset int, g LandlockPaths) error {
 	base := unix.AT_FDCWD
 	if g.Base != "" {
 		if !filepath.IsAbs(g.Base) {
-			return fmt.Errorf("base %q is not absolute", g.Base)
+			return fmt.Errorf("base %s is not absolute", g.Base)
 		}
 		fd, err := unix.Openat2(unix.AT_FDCWD, g.Base, &openHow)
 		if err != nil {
@@ -186,16 +173,19 @@ func (cfg *LandlockConfig) addPaths(ruleset int, g LandlockPaths) error {
 
 func addPath(ruleset, base int, baseName, path string, access uint64, optional bool) error {
 	if base == unix.AT_FDCWD && !filepath.IsAbs(path) {
-		return fmt.Errorf("path %q is not absolute", path)
+		return fmt.Errorf("path %s is not absolute", path)
 	}
 	show := path
 	if !filepath.IsAbs(path) {
-		show = filepath.Join(baseName, path)
+		show = baseName + "/" + path
+		if strings.HasSuffix(baseName, "/") {
+			show = baseName + path
+		}
 	}
 	how := &openHow
 	if base != unix.AT_FDCWD {
 		if filepath.IsAbs(path) {
-			return fmt.Errorf("path %q is not relative to its base %s", path, baseName)
+			return fmt.Errorf("path %s is not relative to its base %s", path, baseName)
 		}
 		how = &openBeneath
 	}
@@ -235,7 +225,7 @@ func addPath(ruleset, base int, baseName, path string, access uint64, optional b
 		err = addPathRule(ruleset, &attr)
 	}
 	if err != nil {
-		return fmt.Errorf("landlock_add_rule(%s, access %#x): %w", show, attr.Allowed_access, err)
+		return fmt.Errorf("landlock_add_rule(%s, access 0x%x): %w", show, attr.Allowed_access, err)
 	}
 	return nil
 }

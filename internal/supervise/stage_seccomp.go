@@ -26,11 +26,16 @@ const bpfMaxInstructions = 4096
 // The program, forked from this thread, inherits both; so do its descendants, and
 // no filter can be removed. Any failure is an error: the program never starts.
 func applySeccomp(raw json.RawMessage) error {
-	var cfg SeccompConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return fmt.Errorf("seccomp stage: bad config: %w", err)
+	bpf, err := decodeSeccomp(raw)
+	if err != nil {
+		return err
 	}
-	prog, err := decodeBPF(cfg.BPF)
+	return applySeccompBPF(bpf)
+}
+
+// applySeccompBPF installs the filter program bpf on the calling thread only.
+func applySeccompBPF(bpf []byte) error {
+	prog, err := decodeBPF(bpf)
 	if err != nil {
 		return fmt.Errorf("seccomp stage: %w", err)
 	}

@@ -190,14 +190,14 @@ func TestApplySeccompCallingThreadOnly(t *testing.T) {
 	}
 }
 
-// runSupervised runs path under the supervisor with stages and returns its
-// output and wait status, or the start error.
-func runSupervised(t *testing.T, stages []Stage, path string, args ...string) (string, syscall.WaitStatus, error) {
+// runSupervisedWith runs spec under the supervisor im and returns the program's
+// output and wait status, or the start error (from Command or from the
+// supervisor).
+func runSupervisedWith(t *testing.T, im impl, spec Spec) (string, syscall.WaitStatus, error) {
 	t.Helper()
-	spec := Spec{Path: path, Args: append([]string{path}, args...), Stages: stages}
-	cmd, h, err := Command(spec, "", []string{"PATH=/usr/bin:/bin"}, "", nil)
+	cmd, h, err := command(spec, "", []string{"PATH=/usr/bin:/bin"}, "", nil, im.marker)
 	if err != nil {
-		t.Fatal(err)
+		return "", 0, err
 	}
 	defer h.Close()
 	var out bytes.Buffer
@@ -217,55 +217,70 @@ func runSupervised(t *testing.T, stages []Stage, path string, args ...string) (s
 }
 
 // TestSeccompStageConfinesProgram: the program (and what it starts) runs under the
-// filter, with no_new_privs; the supervisor's other threads do not.
+// filter, with no_new_privs; the supervisor does not (the C one not at all, the Go
+// one only on the parked thread that started the program).
 func TestSeccompStageConfinesProgram(t *testing.T) {
-	dir := t.TempDir()
-	script := `mkdir ` + dir + `/x; echo "mkdir=$?"
+	forEachImpl(t, func(t *testing.T, im impl) {
+		dir := t.TempDir()
+		script := `mkdir ` + dir + `/x; echo "mkdir=$?"
 /bin/sh -c 'mkdir ` + dir + `/y; echo "child mkdir=$?"'
 grep -E '^(Seccomp|NoNewPrivs):' /proc/self/status
 for s in /proc/$PPID/task/*/status; do grep '^Seccomp:' $s; done | sort | uniq -c | tr -s ' ' | sed 's/^ //; s/^/supervisor /'`
-	out, ws, err := runSupervised(t, []Stage{seccompStage(t, denyMkdir())}, "/bin/sh", "-c", script)
-	if err != nil {
-		t.Fatalf("start: %v", err)
-	}
-	t.Logf("status %v, output:\n%s", ws, out)
-	for _, want := range []string{"mkdir=1", "child mkdir=1", "Operation not permitted", "Seccomp:\t2", "NoNewPrivs:\t1",
-		"supervisor 1 Seccomp:\t2"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("output lacks %q", want)
+		out, ws, err := runSupervisedWith(t, im, Spec{Path: "/bin/sh", Args: []string{"/bin/sh", "-c", script},
+			Stages: []Stage{seccompStage(t, denyMkdir())}})
+		if err != nil {
+			t.Fatalf("start: %v", err)
 		}
-	}
-	// One confined thread, the one that forked the program; the others are free.
-	if !regexp.MustCompile(`supervisor \d+ Seccomp:\t0`).MatchString(out) {
-		t.Errorf("no unconfined supervisor thread")
-	}
-	for _, name := range []string{"x", "y"} {
-		if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
-			t.Errorf("%s was created under the filter", name)
+		t.Logf("status %v, output:\n%s", ws, out)
+		want := []string{"mkdir=1", "child mkdir=1", "Operation not permitted", "Seccomp:\t2", "NoNewPrivs:\t1"}
+		if im.c {
+			// One thread, free.
+			want = append(want, "supervisor 1 Seccomp:\t0")
+			if strings.Contains(out, "supervisor 1 Seccomp:\t2") {
+				t.Errorf("the C supervisor is confined")
+			}
+		} else {
+			// One confined thread, the one that forked the program; the others are free.
+			want = append(want, "supervisor 1 Seccomp:\t2")
+			if !regexp.MustCompile(`supervisor \d+ Seccomp:\t0`).MatchString(out) {
+				t.Errorf("no unconfined supervisor thread")
+			}
 		}
-	}
+		for _, w := range want {
+			if !strings.Contains(out, w) {
+				t.Errorf("output lacks %q", w)
+			}
+		}
+		for _, name := range []string{"x", "y"} {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				t.Errorf("%s was created under the filter", name)
+			}
+		}
+	})
 }
 
 // TestSeccompStageFailsClosed: a filter that cannot be installed means the program
 // never runs.
 func TestSeccompStageFailsClosed(t *testing.T) {
-	dir := t.TempDir()
-	marker := filepath.Join(dir, "ran")
-	bad := denyMkdir()
-	bad[8+2] = 200
-	for name, stage := range map[string]Stage{
-		"truncated":        seccompStage(t, bad[:13]),
-		"empty":            seccompStage(t, nil),
-		"kernel refuses":   seccompStage(t, bad),
-		"not JSON for BPF": {Kind: StageSeccomp, Config: json.RawMessage(`{"bpf": true}`)},
-	} {
-		_, _, err := runSupervised(t, []Stage{stage}, "/usr/bin/touch", marker)
-		var se *StartError
-		if !errors.As(err, &se) || !strings.Contains(se.Msg, "seccomp") {
-			t.Errorf("%s: start error %v, want a StartError about seccomp", name, err)
+	forEachImpl(t, func(t *testing.T, im impl) {
+		dir := t.TempDir()
+		marker := filepath.Join(dir, "ran")
+		bad := denyMkdir()
+		bad[8+2] = 200
+		for name, stage := range map[string]Stage{
+			"truncated":        seccompStage(t, bad[:13]),
+			"empty":            seccompStage(t, nil),
+			"kernel refuses":   seccompStage(t, bad),
+			"not JSON for BPF": {Kind: StageSeccomp, Config: json.RawMessage(`{"bpf": true}`)},
+		} {
+			_, _, err := runSupervisedWith(t, im, Spec{Path: "/usr/bin/touch", Args: []string{"touch", marker}, Stages: []Stage{stage}})
+			var se *StartError
+			if !errors.As(err, &se) || !strings.Contains(se.Msg, "seccomp") || se.Errno != 0 {
+				t.Errorf("%s: start error %#v, want a StartError about seccomp, without errno", name, err)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Fatalf("%s: the program ran", name)
+			}
 		}
-		if _, err := os.Stat(marker); err == nil {
-			t.Fatalf("%s: the program ran", name)
-		}
-	}
+	})
 }

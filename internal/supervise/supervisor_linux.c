@@ -1,0 +1,1068 @@
+//go:build linux && cgo
+
+/*
+ * The supervisor of package supervise, in C (see doc.go for what it does, and
+ * wire.go for the spec it reads).
+ *
+ * A constructor runs it at process start, before the Go runtime is initialised:
+ * when argv[0] is the supervisor marker it does all of the supervisor's work with
+ * plain system calls and _exits, so the Go runtime of the host binary never starts.
+ * For any other argv[0] it returns at once.
+ *
+ * helper.go holds the same supervisor in Go, used when cgo is off; both read the
+ * same wire format, apply the same limits, report the same lines on the status
+ * pipe and give the program the same confinement. The error messages are the same
+ * text too (the tests compare them).
+ *
+ * The supervisor is a fresh single-threaded process, so libc is usable normally.
+ * The program is started with clone(CLONE_VM | CLONE_VFORK) on a stack of its own:
+ * the child shares the supervisor's memory until it executes the program, only
+ * reads the parsed spec, writes only to its own stack and to buffers that the
+ * suspended supervisor does not use, and allocates nothing.
+ */
+
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <linux/capability.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+/*
+ * Constants shared with the Go side (cgo_linux.go reads them, and a test checks
+ * they equal spec.go's and wire.go's).
+ */
+__attribute__((used)) const char pysb_marker[] = "pysandboxes-supervisor";
+__attribute__((used)) const char pysb_version[] = "v2";
+__attribute__((used)) const int pysb_sig_host_died = 40;
+__attribute__((used)) const int pysb_sig_terminate = 41;
+__attribute__((used)) const unsigned long pysb_max_spec = 8ul << 20;
+__attribute__((used)) const int pysb_max_stages = 64;
+__attribute__((used)) const int pysb_max_rlimits = 64;
+__attribute__((used)) const int pysb_max_extra = 1 << 16;
+__attribute__((used)) const int pysb_max_bpf_insns = 4096;
+__attribute__((used)) const int pysb_max_records = 1 << 20;
+
+#define EXIT_FAIL 127
+#define MSG_MAX 8192
+
+/* System call numbers and structures that old headers may lack. */
+#ifndef SYS_close_range
+#define SYS_close_range 436
+#endif
+#ifndef SYS_openat2
+#define SYS_openat2 437
+#endif
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#ifndef CLOSE_RANGE_CLOEXEC
+#define CLOSE_RANGE_CLOEXEC (1u << 2)
+#endif
+#ifndef PR_CAP_AMBIENT
+#define PR_CAP_AMBIENT 47
+#endif
+#ifndef PR_CAP_AMBIENT_CLEAR_ALL
+#define PR_CAP_AMBIENT_CLEAR_ALL 4
+#endif
+
+/* linux/openat2.h */
+struct pysb_open_how {
+	uint64_t flags, mode, resolve;
+};
+#define PYSB_RESOLVE_BENEATH 0x08
+#define PYSB_RESOLVE_NO_MAGICLINKS 0x02
+#define PYSB_RESOLVE_NO_SYMLINKS 0x04
+
+/*
+ * linux/landlock.h: the headers of the build machine may predate the ABI the
+ * kernel offers (Debian 12's describe ABI 2), so the supervisor defines what it
+ * uses itself, as stage_landlock.go does.
+ */
+#define LL_CREATE_RULESET_VERSION 1u
+#define LL_RULE_PATH_BENEATH 1
+#define LL_RULE_NET_PORT 2
+/* Rights that apply to a file that is not a directory (llFileRights). */
+#define LL_FILE_RIGHTS 0x1C007ull
+/* The same without RESOLVE_UNIX (ABI 9). */
+#define LL_FILE_RIGHTS_CLASSIC 0xC007ull
+struct ll_ruleset_attr {
+	uint64_t fs, net, scoped;
+};
+struct ll_path_beneath_attr {
+	uint64_t allowed;
+	int32_t parent_fd;
+} __attribute__((packed));
+struct ll_net_port_attr {
+	uint64_t allowed, port;
+};
+
+struct linux_dirent64 {
+	uint64_t d_ino;
+	int64_t d_off;
+	unsigned short d_reclen;
+	unsigned char d_type;
+	char d_name[];
+};
+
+/* A parsed record. */
+struct rec {
+	char type;
+	const char *s;  /* the string field, NUL-terminated, or NULL */
+	uint64_t n[4];  /* the numeric fields */
+	size_t len;     /* B: the filter program's length in bytes */
+};
+
+/* The parsed spec, and the supervisor's state (all of it together: fewer pages
+ * to touch). */
+static struct {
+	int status_fd;
+	pid_t host_pid;
+	int extra;
+	const char *path;
+	char **argv, **envp;
+	struct {
+		int res;
+		uint64_t cur, max;
+	} rl[64];
+	int nrl;
+	struct {
+		const char *kind;
+		size_t first, end; /* the stage's configuration records: spec.recs[first:end] */
+	} st[64];
+	int nst;
+
+	struct rec *recs; /* the records */
+	size_t nrecs;
+	pid_t self_pid; /* the supervisor */
+	pid_t prog;     /* the program */
+	int prog_done, prog_status;
+	int err_pipe_w;
+
+	/*
+	 * Memory for the spec: a small static arena first (next to the rest of the
+	 * state), malloc beyond it. Page faults are most of a short-lived process's
+	 * cost (tens of microseconds each on some virtual machines): a typical spec
+	 * takes a page or two here, and malloc is never initialised.
+	 */
+	size_t arena_used;
+	char arena[16 << 10] __attribute__((aligned(16)));
+} spec;
+
+static void *alloc(size_t n) {
+	n = (n + 15) & ~(size_t)15;
+	if (n <= sizeof spec.arena - spec.arena_used) {
+		void *p = spec.arena + spec.arena_used;
+		spec.arena_used += n;
+		return p; /* zeroed: static, never reused */
+	}
+	return calloc(1, n);
+}
+
+/* The child's stack and the buffers only the child writes (the supervisor is
+ * suspended meanwhile, and reads only the error pipe afterwards). */
+static char child_stack[64 << 10] __attribute__((aligned(16)));
+static char child_errbuf[64];
+static char child_show[PATH_MAX * 2];
+static char child_msg[MSG_MAX + 1];
+
+/* errstr returns the description of an errno, in the words of Go's syscall.Errno
+ * (glibc's description with its first letter in lower case). */
+static const char *errstr_into(int e, char *buf, size_t size) {
+	const char *d = strerrordesc_np(e);
+	if (d == NULL) {
+		snprintf(buf, size, "errno %d", e);
+		return buf;
+	}
+	snprintf(buf, size, "%s", d);
+	buf[0] = (char)tolower((unsigned char)buf[0]);
+	return buf;
+}
+
+/* ---- writing ---- */
+
+static void write_all(int fd, const char *p, size_t n) {
+	while (n > 0) {
+		ssize_t w = write(fd, p, n);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return; /* the host is gone (EPIPE: SIGPIPE is blocked) */
+		}
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* report_num writes the report "<kind> <v>\n" (S and X: no printf, a small
+ * stack). */
+static void report_num(char kind, unsigned long v) {
+	char buf[32], *p = buf + sizeof buf;
+	*--p = '\n';
+	do
+		*--p = (char)('0' + v % 10);
+	while ((v /= 10) != 0);
+	*--p = ' ';
+	*--p = kind;
+	write_all(spec.status_fd, p, (size_t)(buf + sizeof buf - p));
+}
+
+/* fail reports a program that was not started: errno e (0 for none) and a message
+ * on one line. */
+static int fail(int e, const char *msg) {
+	char line[MSG_MAX + 64];
+	int n = snprintf(line, sizeof line - 1, "E %d %s", e, msg);
+	if (n < 0)
+		return EXIT_FAIL;
+	if ((size_t)n > sizeof line - 2)
+		n = (int)sizeof line - 2;
+	for (char *p = line; p < line + n; p++)
+		if (*p == '\n')
+			*p = ' ';
+	line[n++] = '\n';
+	write_all(spec.status_fd, line, (size_t)n);
+	return EXIT_FAIL;
+}
+
+static int failf(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int failf(int e, const char *fmt, ...) {
+	char msg[MSG_MAX];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	return fail(e, msg);
+}
+
+/* ---- parsing (see wire.go for the format) ---- */
+
+static char perr[512]; /* the parse error */
+
+static int bad(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int bad(const char *fmt, ...) {
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(perr, sizeof perr, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* schema returns the fields of a record type: n a number, s a string, x hex. */
+static const char *schema(char t) {
+	switch (t) {
+	case 'H':
+		return "nn";
+	case 'P':
+	case 'A':
+	case 'V':
+	case 'S':
+	case 'p':
+	case 'o':
+		return "s";
+	case 'R':
+	case 'N':
+		return "nnn";
+	case 'L':
+		return "nnnn";
+	case 'G':
+		return "ns";
+	case 'B':
+		return "x";
+	case '.':
+		return "";
+	}
+	return NULL;
+}
+
+static int hexval(char c) {
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+/* parse_line parses the record in [p, e) (e is its newline) in place. */
+static int parse_line(char *p, char *e, int line, struct rec *r) {
+	memset(r, 0, sizeof *r);
+	const char *sch = (p < e && (p + 1 == e || p[1] == '\t')) ? schema(p[0]) : NULL;
+	if (sch == NULL)
+		return bad("line %d: unknown record", line);
+	r->type = p[0];
+	char *q = p + 1;
+	int nn = 0;
+	for (int f = 1; sch[f - 1]; f++) {
+		if (q >= e)
+			return bad("line %d: too few fields", line);
+		q++; /* the tab */
+		char *start = q;
+		while (q < e && *q != '\t')
+			q++;
+		char *end = q; /* a tab or the newline */
+		switch (sch[f - 1]) {
+		case 'n': {
+			uint64_t v = 0;
+			if (start == end)
+				return bad("line %d: field %d: not a number", line, f);
+			for (char *c = start; c < end; c++) {
+				if (*c < '0' || *c > '9')
+					return bad("line %d: field %d: not a number", line, f);
+				unsigned d = (unsigned)(*c - '0');
+				if (v > (UINT64_MAX - d) / 10)
+					return bad("line %d: field %d: not a number", line, f);
+				v = v * 10 + d;
+			}
+			r->n[nn++] = v;
+			break;
+		}
+		case 's': {
+			char *w = start;
+			for (char *c = start; c < end; c++) {
+				if (*c == '\0')
+					return bad("line %d: field %d: NUL byte", line, f);
+				if (*c != '\\') {
+					*w++ = *c;
+					continue;
+				}
+				if (++c == end)
+					return bad("line %d: field %d: bad escape", line, f);
+				switch (*c) {
+				case '\\':
+					*w++ = '\\';
+					break;
+				case 't':
+					*w++ = '\t';
+					break;
+				case 'n':
+					*w++ = '\n';
+					break;
+				default:
+					return bad("line %d: field %d: bad escape", line, f);
+				}
+			}
+			*w = '\0'; /* w <= end: the separator is already read */
+			r->s = start;
+			break;
+		}
+		case 'x': {
+			size_t n = (size_t)(end - start);
+			if (n % 2 != 0)
+				return bad("line %d: field %d: bad hex", line, f);
+			for (size_t i = 0; i < n / 2; i++) {
+				int hi = hexval(start[2 * i]), lo = hexval(start[2 * i + 1]);
+				if (hi < 0 || lo < 0)
+					return bad("line %d: field %d: bad hex", line, f);
+				start[i] = (char)(hi << 4 | lo);
+			}
+			r->len = n / 2;
+			r->s = start;
+			break;
+		}
+		}
+	}
+	if (q != e)
+		return bad("line %d: too many fields", line);
+	return 0;
+}
+
+static int parse(char *buf, size_t size) {
+	size_t lines = 0;
+	for (size_t i = 0; i < size; i++)
+		if (buf[i] == '\n')
+			lines++;
+	if (size == 0 || buf[size - 1] != '\n')
+		return bad("the spec does not end with a newline");
+	if (lines > (size_t)pysb_max_records)
+		return bad("more than %d records", pysb_max_records);
+	spec.recs = alloc(lines * sizeof *spec.recs);
+	if (spec.recs == NULL)
+		return bad("out of memory");
+	char *p = buf;
+	for (spec.nrecs = 0; spec.nrecs < lines; spec.nrecs++) {
+		char *e = memchr(p, '\n', (size_t)(buf + size - p));
+		if (parse_line(p, e, (int)spec.nrecs + 1, &spec.recs[spec.nrecs]) < 0)
+			return -1;
+		p = e + 1;
+	}
+
+	size_t i = 0;
+#define LINE ((int)i + 1)
+#define AT(t) (i < spec.nrecs && spec.recs[i].type == (t))
+	if (!AT('H'))
+		return bad("line 1: expected the header record H");
+	if (spec.recs[i].n[0] < 1 || spec.recs[i].n[0] > INT_MAX || spec.recs[i].n[1] > (uint64_t)pysb_max_extra)
+		return bad("line 1: number out of range");
+	spec.host_pid = (pid_t)spec.recs[i].n[0];
+	spec.extra = (int)spec.recs[i].n[1];
+	i++;
+	if (!AT('P'))
+		return bad("line %d: expected the program record P", LINE);
+	spec.path = spec.recs[i++].s;
+
+	size_t a0 = i;
+	while (AT('A'))
+		i++;
+	size_t v0 = i;
+	while (AT('V'))
+		i++;
+	spec.argv = alloc((v0 - a0 + 1) * sizeof(char *));
+	spec.envp = alloc((i - v0 + 1) * sizeof(char *));
+	if (spec.argv == NULL || spec.envp == NULL)
+		return bad("out of memory");
+	for (size_t k = a0; k < v0; k++)
+		spec.argv[k - a0] = (char *)spec.recs[k].s;
+	for (size_t k = v0; k < i; k++)
+		spec.envp[k - v0] = (char *)spec.recs[k].s;
+
+	for (; AT('R'); i++) {
+		if (spec.nrl == pysb_max_rlimits)
+			return bad("line %d: more than %d resource limits", LINE, pysb_max_rlimits);
+		if (spec.recs[i].n[0] > INT_MAX)
+			return bad("line %d: number out of range", LINE);
+		spec.rl[spec.nrl].res = (int)spec.recs[i].n[0];
+		spec.rl[spec.nrl].cur = spec.recs[i].n[1];
+		spec.rl[spec.nrl].max = spec.recs[i].n[2] > spec.recs[i].n[1] ? spec.recs[i].n[2] : spec.recs[i].n[1];
+		spec.nrl++;
+	}
+
+	while (AT('S')) {
+		if (spec.nst == pysb_max_stages)
+			return bad("line %d: more than %d stages", LINE, pysb_max_stages);
+		const char *kind = spec.recs[i++].s;
+		size_t first = i;
+		if (strcmp(kind, "landlock") == 0) {
+			if (!AT('L'))
+				return bad("line %d: expected the landlock record L", LINE);
+			if (spec.recs[i].n[0] > INT_MAX)
+				return bad("line %d: number out of range", LINE);
+			i++;
+			while (AT('G')) {
+				i++;
+				while (AT('p'))
+					i++;
+				while (AT('o'))
+					i++;
+			}
+			for (; AT('N'); i++)
+				if (spec.recs[i].n[1] > 65535 || spec.recs[i].n[2] > 65535)
+					return bad("line %d: number out of range", LINE);
+		} else if (strcmp(kind, "seccomp") == 0) {
+			if (!AT('B'))
+				return bad("line %d: expected the seccomp record B", LINE);
+			size_t n = spec.recs[i].len;
+			if (n == 0)
+				return bad("line %d: empty filter program", LINE);
+			if (n % sizeof(struct sock_filter) != 0)
+				return bad("line %d: filter program of %zu bytes is not a whole number of %zu-byte instructions", LINE, n,
+				           sizeof(struct sock_filter));
+			if (n / sizeof(struct sock_filter) > (size_t)pysb_max_bpf_insns)
+				return bad("line %d: filter program of %zu instructions is longer than the kernel's limit of %d", LINE,
+				           n / sizeof(struct sock_filter), pysb_max_bpf_insns);
+			/* An aligned copy for the kernel. */
+			void *prog_copy = alloc(n);
+			if (prog_copy == NULL)
+				return bad("out of memory");
+			memcpy(prog_copy, spec.recs[i].s, n);
+			spec.recs[i].s = prog_copy;
+			i++;
+		}
+		spec.st[spec.nst].kind = kind;
+		spec.st[spec.nst].first = first;
+		spec.st[spec.nst].end = i;
+		spec.nst++;
+	}
+	if (!AT('.'))
+		return bad("line %d: unexpected record", LINE);
+	if (i + 1 != spec.nrecs)
+		return bad("line %d: records after the end", LINE + 1);
+#undef AT
+#undef LINE
+	return 0;
+}
+
+/* pysb_parse_check parses a spec as the supervisor does, for the tests that
+ * compare the parser with decodeWire (the supervisor does not use it; not safe to
+ * call concurrently): 0 when the spec is good, else -1 and the message in err. */
+int pysb_parse_check(char *buf, size_t size, char *err, size_t errsize) {
+	memset(&spec, 0, sizeof spec);
+	perr[0] = '\0';
+	int r = parse(buf, size);
+	snprintf(err, errsize, "%s", r < 0 ? perr : "");
+	return r;
+}
+
+/* ---- the child: confine, then execute the program ---- */
+
+/* child_fail sends errno e and a message to the supervisor, and exits. */
+static void child_fail(int e, const char *fmt, ...) __attribute__((noreturn, format(printf, 2, 3)));
+static void child_fail(int e, const char *fmt, ...) {
+	char *msg = child_msg;
+	int32_t e32 = e;
+	memcpy(msg, &e32, sizeof e32);
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(msg + sizeof e32, MSG_MAX - sizeof e32, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n > MSG_MAX - sizeof e32 - 1)
+		n = (int)(MSG_MAX - sizeof e32 - 1);
+	write_all(spec.err_pipe_w, msg, sizeof e32 + (size_t)n);
+	_exit(EXIT_FAIL);
+}
+
+#define E(e) errstr_into((e), child_errbuf, sizeof child_errbuf)
+
+/* child_sysfail reports the errno of the failed system call, alone (the host
+ * names the program itself). */
+static void child_sysfail(void) __attribute__((noreturn));
+static void child_sysfail(void) {
+	int e = errno;
+	child_fail(e, "%s", E(e));
+}
+
+/* rlimit_fail reports a resource limit that could not be set, with its errno. */
+static void rlimit_fail(int k) __attribute__((noreturn));
+static void rlimit_fail(int k) {
+	int e = errno;
+	child_fail(e, "cannot set resource limit %d to %llu: %s", spec.rl[k].res, (unsigned long long)spec.rl[k].cur, E(e));
+}
+
+/* A stage that cannot be applied is reported without its errno: the host must
+ * report a sandbox that could not be set up, not a missing program. */
+#define stage_fail(kind, fmt, ...) child_fail(0, "cannot apply %s: " fmt, (kind), ##__VA_ARGS__)
+
+static void drop_capabilities(const char *kind) {
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		stage_fail(kind, "clearing the ambient capabilities: %s", E(errno));
+	for (int c = 0; c <= 63; c++) {
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) == 0)
+			continue;
+		int e = errno;
+		if (e == EINVAL)
+			break; /* past the last capability the kernel knows */
+		/* Without CAP_SETPCAP the set cannot be changed; it is then only
+		 * empty if it already is: check it. */
+		if (prctl(PR_CAPBSET_READ, c, 0, 0, 0) != 0)
+			stage_fail(kind, "dropping capability %d from the bounding set: %s", c, E(e));
+	}
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	memset(data, 0, sizeof data);
+	if (syscall(SYS_capset, &hdr, data) < 0)
+		stage_fail(kind, "clearing the capability sets: %s", E(errno));
+}
+
+static int openat2_(int dirfd, const char *path, int beneath) {
+	struct pysb_open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = PYSB_RESOLVE_NO_SYMLINKS | PYSB_RESOLVE_NO_MAGICLINKS | (beneath ? PYSB_RESOLVE_BENEATH : 0),
+	};
+	return (int)syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+}
+
+static long add_path_rule(int ruleset, uint64_t access, int fd) {
+	struct ll_path_beneath_attr a = {.allowed = access, .parent_fd = fd};
+	return syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &a, 0);
+}
+
+static void add_path(const char *kind, int ruleset, int base, const char *base_name, const char *path, uint64_t access,
+                     int optional) {
+	if (base == AT_FDCWD && path[0] != '/')
+		stage_fail(kind, "path %s is not absolute", path);
+	const char *show = path;
+	if (path[0] != '/') {
+		size_t bl = strlen(base_name);
+		snprintf(child_show, sizeof child_show, "%s%s%s", base_name, bl > 0 && base_name[bl - 1] == '/' ? "" : "/", path);
+		show = child_show;
+	}
+	if (base != AT_FDCWD && path[0] == '/')
+		stage_fail(kind, "path %s is not relative to its base %s", path, base_name);
+	int fd = openat2_(base, path, base != AT_FDCWD);
+	if (fd < 0) {
+		int e = errno;
+		if (optional && e == ENOENT)
+			return;
+		if (e == ELOOP)
+			stage_fail(kind,
+			           "open %s: a symbolic link is on the path (the host sends paths free of links: the tree changed): %s",
+			           show, E(e));
+		if (e == EXDEV)
+			stage_fail(kind, "open %s: the path leaves its base directory: %s", show, E(e));
+		stage_fail(kind, "open %s: %s", show, E(e));
+	}
+	struct stat st;
+	if (fstat(fd, &st) < 0)
+		stage_fail(kind, "stat %s: %s", show, E(errno));
+	int dir = S_ISDIR(st.st_mode);
+	if (!dir)
+		access &= LL_FILE_RIGHTS;
+	if (access == 0) {
+		close(fd);
+		return;
+	}
+	long r = add_path_rule(ruleset, access, fd);
+	if (r < 0 && errno == EINVAL && !dir && (access & ~LL_FILE_RIGHTS_CLASSIC) != 0) {
+		/* A kernel that does not count RESOLVE_UNIX among the file rights. */
+		access &= LL_FILE_RIGHTS_CLASSIC;
+		if (access == 0) {
+			close(fd);
+			return;
+		}
+		r = add_path_rule(ruleset, access, fd);
+	}
+	if (r < 0)
+		stage_fail(kind, "landlock_add_rule(%s, access 0x%llx): %s", show, (unsigned long long)access, E(errno));
+	close(fd);
+}
+
+static void apply_landlock(const char *kind, size_t first, size_t end) {
+	const struct rec *L = &spec.recs[first];
+	uint64_t abi = L->n[0], fs = L->n[1], net = L->n[2], scoped = L->n[3];
+	long kabi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+	if (kabi < 0)
+		stage_fail(kind, "the kernel offers no Landlock: %s", E(errno));
+	if (abi < 1)
+		stage_fail(kind, "no Landlock ABI in the configuration");
+	if ((uint64_t)kabi < abi)
+		stage_fail(kind, "the kernel offers Landlock ABI %ld, the ruleset needs ABI %llu", kabi, (unsigned long long)abi);
+	struct ll_ruleset_attr attr = {.fs = fs, .net = net, .scoped = scoped};
+	size_t size = sizeof attr; /* the fields a kernel of ABI 1-3 (8 bytes) or 4-5 (16) knows */
+	if (abi < 4)
+		size = 8;
+	else if (abi < 6)
+		size = 16;
+	long rs = syscall(SYS_landlock_create_ruleset, &attr, size, 0);
+	if (rs < 0)
+		stage_fail(kind, "landlock_create_ruleset(fs=0x%llx net=0x%llx scoped=0x%llx): %s", (unsigned long long)fs,
+		           (unsigned long long)net, (unsigned long long)scoped, E(errno));
+	int ruleset = (int)rs;
+
+	size_t i = first + 1;
+	while (i < end && spec.recs[i].type == 'G') {
+		const struct rec *g = &spec.recs[i++];
+		size_t p0 = i;
+		while (i < end && (spec.recs[i].type == 'p' || spec.recs[i].type == 'o'))
+			i++;
+		uint64_t access = g->n[0] & fs;
+		if (access == 0)
+			continue;
+		int base = AT_FDCWD;
+		const char *base_name = g->s;
+		if (base_name[0] != '\0') {
+			if (base_name[0] != '/')
+				stage_fail(kind, "base %s is not absolute", base_name);
+			base = openat2_(AT_FDCWD, base_name, 0);
+			if (base < 0) {
+				int e = errno;
+				int required = p0 < i && spec.recs[p0].type == 'p';
+				if (!required && e == ENOENT)
+					continue; /* only optional paths, in a directory that is gone */
+				stage_fail(kind, "open %s: %s", base_name, E(e));
+			}
+		}
+		for (size_t k = p0; k < i; k++)
+			add_path(kind, ruleset, base, base_name, spec.recs[k].s, access, spec.recs[k].type == 'o');
+		if (base != AT_FDCWD)
+			close(base);
+	}
+	for (; i < end && spec.recs[i].type == 'N'; i++) {
+		uint64_t a = spec.recs[i].n[0], lo = spec.recs[i].n[1], hi = spec.recs[i].n[2];
+		if (lo > hi)
+			stage_fail(kind, "bad port range %llu-%llu", (unsigned long long)lo, (unsigned long long)hi);
+		for (uint64_t port = lo; port <= hi; port++) {
+			struct ll_net_port_attr na = {.allowed = a, .port = port};
+			if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_NET_PORT, &na, 0) < 0)
+				stage_fail(kind, "landlock_add_rule(port %llu, access 0x%llx): %s", (unsigned long long)port,
+				           (unsigned long long)a, E(errno));
+		}
+	}
+	/* The calling thread only (the child is a process of its own anyway). */
+	if (syscall(SYS_landlock_restrict_self, ruleset, 0) < 0)
+		stage_fail(kind, "landlock_restrict_self: %s", E(errno));
+	close(ruleset);
+}
+
+static void apply_seccomp(const char *kind, const struct rec *b) {
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		stage_fail(kind, "seccomp stage: no_new_privs: %s", E(errno));
+	struct sock_fprog fprog = {
+	    .len = (unsigned short)(b->len / sizeof(struct sock_filter)),
+	    .filter = (struct sock_filter *)(void *)b->s,
+	};
+	if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &fprog) < 0)
+		stage_fail(kind, "seccomp stage: seccomp(SECCOMP_SET_MODE_FILTER): %s", E(errno));
+}
+
+static int child_main(void *arg) {
+	(void)arg;
+	if (setpgid(0, 0) < 0)
+		child_sysfail();
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0)
+		child_sysfail();
+	if (getppid() != spec.self_pid)
+		_exit(EXIT_FAIL); /* the supervisor is gone: nobody reads the report */
+	/* The program receives exactly 0, 1, 2 and the caller's extra files (every
+	 * descriptor from 3 + extra up is close-on-exec). */
+	for (int fd = 0; fd < 3 + spec.extra; fd++)
+		if (fcntl(fd, F_SETFD, 0) < 0)
+			child_sysfail();
+
+	/* Resource limits: the hard limits that rise, while the capabilities are
+	 * still there (raising one needs CAP_SYS_RESOURCE); the final values after
+	 * the stages (lowering needs no privilege), so that a small RLIMIT_NOFILE does
+	 * not keep the stages from opening what they need. */
+	for (int k = 0; k < spec.nrl; k++) {
+		struct rlimit old;
+		if (getrlimit(spec.rl[k].res, &old) < 0)
+			rlimit_fail(k);
+		if (spec.rl[k].max > old.rlim_max) {
+			struct rlimit raise = {.rlim_cur = old.rlim_cur, .rlim_max = spec.rl[k].max};
+			if (setrlimit(spec.rl[k].res, &raise) < 0)
+				rlimit_fail(k);
+		}
+	}
+
+	for (int s = 0; s < spec.nst; s++) {
+		const char *kind = spec.st[s].kind;
+		if (strcmp(kind, "no-new-privs") == 0) {
+			if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+				stage_fail(kind, "%s", E(errno));
+		} else if (strcmp(kind, "drop-capabilities") == 0) {
+			drop_capabilities(kind);
+		} else if (strcmp(kind, "landlock") == 0) {
+			apply_landlock(kind, spec.st[s].first, spec.st[s].end);
+		} else if (strcmp(kind, "seccomp") == 0) {
+			apply_seccomp(kind, &spec.recs[spec.st[s].first]);
+		} else {
+			stage_fail(kind, "unknown stage \"%s\" (host and helper binaries differ?)", kind);
+		}
+	}
+
+	for (int k = 0; k < spec.nrl; k++) {
+		struct rlimit lim = {.rlim_cur = spec.rl[k].cur, .rlim_max = spec.rl[k].max};
+		if (setrlimit(spec.rl[k].res, &lim) < 0)
+			rlimit_fail(k);
+	}
+
+	sigset_t none;
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	execve(spec.path, spec.argv, spec.envp);
+	child_sysfail();
+}
+
+#undef E
+
+/* ---- the supervisor ---- */
+
+/* reap collects every child that ended (all of them, waiting, when block is set),
+ * remembering the program's status. It returns 1 when no child is left. */
+static int reap(int block) {
+	for (;;) {
+		int st;
+		pid_t p = wait4(-1, &st, block ? 0 : WNOHANG, NULL);
+		if (p < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1; /* ECHILD */
+		}
+		if (p == 0)
+			return 0;
+		if (p == spec.prog && !spec.prog_done && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			spec.prog_done = 1;
+			spec.prog_status = st;
+		}
+	}
+}
+
+/* stat_of reads the state and the parent of a process from /proc/<pid>/stat. */
+static int stat_of(int proc, const char *pid, char *state, long *ppid) {
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "%s/stat", pid);
+	int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 0;
+	ssize_t n = read(fd, buf, sizeof buf - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	/* The command name is in parentheses and may contain anything: the fields
+	 * after the last ')' are "state ppid ...". */
+	char *p = memrchr(buf, ')', (size_t)n);
+	if (p == NULL || p + 4 >= buf + n || p[1] != ' ' || p[3] != ' ')
+		return 0;
+	*state = p[2];
+	char *end;
+	errno = 0;
+	*ppid = strtol(p + 4, &end, 10);
+	return errno == 0 && end != p + 4;
+}
+
+static char dents[32 << 10] __attribute__((aligned(8)));
+
+/* kill_children kills the live (not zombie) children of the supervisor, and
+ * returns how many it found. */
+static int kill_children(void) {
+	int found = 0;
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (proc < 0)
+		return 0;
+	for (;;) {
+		long n = syscall(SYS_getdents64, proc, dents, sizeof dents);
+		if (n <= 0)
+			break;
+		for (long off = 0; off < n;) {
+			struct linux_dirent64 *d = (struct linux_dirent64 *)(void *)(dents + off);
+			off += d->d_reclen;
+			long pid = 0;
+			const char *c = d->d_name;
+			for (; *c >= '0' && *c <= '9' && pid < INT_MAX / 10; c++)
+				pid = pid * 10 + (*c - '0');
+			if (*c != '\0' || c == d->d_name)
+				continue;
+			char state;
+			long ppid;
+			if (stat_of(proc, d->d_name, &state, &ppid) && ppid == spec.self_pid && state != 'Z' && state != 'X') {
+				kill((pid_t)pid, SIGKILL);
+				found++;
+			}
+		}
+	}
+	close(proc);
+	return found;
+}
+
+static int64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* kill_tree kills the program's process group and every process re-parented to
+ * the supervisor, round after round, until no child is left or only zombies are
+ * (as tree.go does). A killed process cannot fork again, so each round removes at
+ * least one generation. */
+static void kill_tree(void) {
+	sigset_t chld;
+	sigemptyset(&chld);
+	sigaddset(&chld, SIGCHLD);
+	for (int round = 0;; round++) {
+		kill(-spec.prog, SIGKILL);
+		if (reap(0))
+			return; /* the common case: no clock needed */
+		int64_t wait_ms = round < 5 ? (1 << round) : 20;
+		if (wait_ms > 20)
+			wait_ms = 20;
+		int64_t deadline = now_ns() + wait_ms * 1000000;
+		for (;;) {
+			if (reap(0))
+				return;
+			int64_t left = deadline - now_ns();
+			if (left <= 0)
+				break;
+			struct timespec ts = {.tv_sec = left / 1000000000, .tv_nsec = left % 1000000000};
+			sigtimedwait(&chld, NULL, &ts);
+		}
+		if (kill_children() == 0)
+			return; /* only zombies are left: reap collects them */
+	}
+}
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
+
+static int parse_fd(const char *s) {
+	if (s == NULL || *s == '\0')
+		return -1;
+	long v = 0;
+	for (; *s; s++) {
+		if (*s < '0' || *s > '9' || v > INT_MAX / 10)
+			return -1;
+		v = v * 10 + (*s - '0');
+	}
+	return v > INT_MAX ? -1 : (int)v;
+}
+
+static int supervisor_main(int argc, char **argv) {
+	/* Until the status pipe is known, the only way to complain is stderr. */
+	if (strcmp(argv[1], pysb_version) != 0) {
+		dprintf(2, "pysandboxes supervisor: protocol \"%s\", want \"%s\" (host and helper binaries differ)\n", argv[1],
+		        pysb_version);
+		return EXIT_FAIL;
+	}
+	/* Every disposition to its default (an ignored signal would be inherited by
+	 * the program), and the signals the supervisor waits for blocked: they are
+	 * taken with sigwaitinfo, never by a handler. SIGPIPE is blocked too, so that
+	 * a host that is gone makes a report fail with EPIPE instead of killing the
+	 * supervisor. The program gets an empty mask. */
+	struct sigaction dfl;
+	memset(&dfl, 0, sizeof dfl);
+	dfl.sa_handler = SIG_DFL;
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			sigaction(s, &dfl, NULL);
+	sigset_t waitset, blocked;
+	sigemptyset(&waitset);
+	sigaddset(&waitset, SIGCHLD);
+	sigaddset(&waitset, pysb_sig_host_died);
+	sigaddset(&waitset, pysb_sig_terminate);
+	for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
+		sigaddset(&waitset, forwarded[k]);
+	blocked = waitset;
+	sigaddset(&blocked, SIGPIPE);
+	sigprocmask(SIG_SETMASK, &blocked, NULL);
+
+	int status_fd = argc == 4 ? parse_fd(argv[2]) : -1;
+	int spec_fd = argc == 4 ? parse_fd(argv[3]) : -1;
+	if (status_fd < 0 || spec_fd < 0) {
+		dprintf(2, "pysandboxes supervisor: bad arguments\n");
+		return EXIT_FAIL;
+	}
+	if (fcntl(status_fd, F_SETFD, FD_CLOEXEC) < 0) {
+		dprintf(2, "pysandboxes supervisor: no status descriptor\n");
+		return EXIT_FAIL;
+	}
+	spec.status_fd = status_fd;
+
+	struct stat st;
+	if (fstat(spec_fd, &st) < 0)
+		return failf(0, "bad spec: cannot read it: %s", errstr_into(errno, perr, sizeof perr));
+	if (!S_ISREG(st.st_mode))
+		return fail(0, "bad spec: cannot read it: not a regular file");
+	if ((uint64_t)st.st_size > pysb_max_spec)
+		return failf(0, "bad spec: %lld bytes, more than %lu", (long long)st.st_size, pysb_max_spec);
+	size_t size = (size_t)st.st_size;
+	char *buf = alloc(size + 1);
+	if (buf == NULL)
+		return fail(0, "bad spec: out of memory");
+	for (size_t got = 0; got < size;) {
+		ssize_t n = pread(spec_fd, buf + got, size - got, (off_t)got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return failf(0, "bad spec: cannot read it: %s", errstr_into(errno, perr, sizeof perr));
+		if (n == 0)
+			return fail(0, "bad spec: cannot read it: short read");
+		got += (size_t)n;
+	}
+	close(spec_fd);
+	if (parse(buf, size) < 0)
+		return failf(0, "bad spec: %s", perr);
+
+	/* Nothing but 0, 1, 2 and the extra files may reach the program. */
+	syscall(SYS_close_range, 3 + spec.extra, ~0u, CLOSE_RANGE_CLOEXEC);
+
+	/* The host may have died before the parent-death signal was armed. */
+	if (getppid() != spec.host_pid)
+		return fail(0, "the host process is gone");
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
+		int e = errno;
+		return failf(e, "cannot become a child subreaper: %s", errstr_into(e, perr, sizeof perr));
+	}
+
+	int ep[2];
+	if (pipe2(ep, O_CLOEXEC) < 0) {
+		int e = errno;
+		return failf(e, "%s", errstr_into(e, perr, sizeof perr));
+	}
+	spec.err_pipe_w = ep[1];
+	spec.self_pid = getpid();
+	spec.prog = clone(child_main, child_stack + sizeof child_stack, CLONE_VM | CLONE_VFORK | SIGCHLD, NULL);
+	int clone_err = errno;
+	close(ep[1]);
+	if (spec.prog < 0) {
+		close(ep[0]);
+		return failf(clone_err, "%s", errstr_into(clone_err, perr, sizeof perr));
+	}
+	/* The child has executed the program or exited by now (CLONE_VFORK). The
+	 * message buffer is the child's (static: no stack page for it when, as
+	 * usual, there is nothing to read). */
+	char *msg = child_msg;
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(ep[0], msg + got, sizeof child_msg - 1 - got);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (got == sizeof child_msg - 1)
+			break;
+	}
+	close(ep[0]);
+	if (got > 0) {
+		int32_t e = 0;
+		if (got >= sizeof e)
+			memcpy(&e, msg, sizeof e);
+		msg[got] = '\0';
+		int st2;
+		while (waitpid(spec.prog, &st2, 0) < 0 && errno == EINTR) {
+		}
+		return fail(e, got > sizeof e ? msg + sizeof e : "the program could not be started");
+	}
+	report_num('S', (unsigned long)spec.prog);
+
+	for (;;) {
+		if (reap(0) && !spec.prog_done)
+			return EXIT_FAIL; /* cannot happen: the program is a child until reaped */
+		if (spec.prog_done)
+			break;
+		siginfo_t si;
+		int s = sigwaitinfo(&waitset, &si);
+		if (s < 0 || s == SIGCHLD)
+			continue;
+		if (s == pysb_sig_host_died) {
+			if (getppid() == spec.host_pid)
+				continue; /* a host thread ended, not the host */
+			kill_tree();
+		} else if (s == pysb_sig_terminate) {
+			kill_tree();
+		} else {
+			kill(spec.prog, s);
+		}
+	}
+	/* The program is gone: nothing it started may outlive it. */
+	kill_tree();
+	reap(1);
+	report_num('X', (unsigned)spec.prog_status);
+	if (WIFEXITED(spec.prog_status))
+		return WEXITSTATUS(spec.prog_status);
+	if (WIFSIGNALED(spec.prog_status))
+		return 128 + WTERMSIG(spec.prog_status);
+	return EXIT_FAIL;
+}
+
+/* The constructor: before the Go runtime, for the supervisor only. glibc passes
+ * (argc, argv, envp) to the constructors of the executable. */
+__attribute__((constructor, used)) static void pysb_supervisor_init(int argc, char **argv, char **envp) {
+	(void)envp;
+	if (argc < 3 || argv == NULL || argv[0] == NULL || strcmp(argv[0], pysb_marker) != 0)
+		return;
+	_exit(supervisor_main(argc, argv));
+}

@@ -1,0 +1,453 @@
+package supervise
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The wire format of a spec: what the host writes into the spec file (a memfd
+// passed to the supervisor as a descriptor) and both supervisors, the C one
+// (supervisor_linux.c) and the Go one (helper.go), read. It is text, one record a
+// line:
+//
+//	H <host pid> <extra files>              the header, first
+//	P <path>                                the program
+//	A <arg>                                 its argv, one record each (Args[0] included)
+//	V <NAME=value>                          its environment, one record each
+//	R <resource> <value> <hard>             a resource limit (hard 0: the value)
+//	S <kind>                                a stage, followed by its configuration:
+//	  L <abi> <fs> <net> <scoped>             landlock: the ruleset, then
+//	  G <access> <base>                       a path group (base may be empty), with
+//	  p <path>                                its paths, then
+//	  o <path>                                its optional paths; after the groups
+//	  N <access> <lo> <hi>                    the port ranges
+//	  B <hex>                                 seccomp: the BPF program
+//	.                                       the end, last
+//
+// Fields are separated by one tab. Numbers are unsigned decimal. In strings a
+// backslash, a tab and a newline are written \\, \t and \n; a string cannot hold a
+// NUL byte (neither execve nor open could take it: the host refuses it). The
+// records come in exactly this order, and anything else (an unknown record, a
+// missing or extra field, a bad number, escape or hex digit, a limit exceeded) is
+// a bad spec that the supervisor refuses. Both supervisors parse it with the same
+// rules and report the same messages.
+//
+// The supervisor's command line is only: marker, version, the status descriptor
+// (3 + extra files) and the spec descriptor (the next one).
+//
+// The spec travels in a file rather than in argv, so that the program's
+// environment never is the supervisor's own (the dynamic loader of the host
+// binary would obey its LD_PRELOAD, LD_LIBRARY_PATH, ...; GODEBUG would steer the
+// Go runtime of the fallback), and never shows in /proc/<pid>/cmdline, and so
+// that its size is bounded by maxSpec rather than by the kernel's 128 KiB per
+// argument.
+
+// Limits of the wire, the same in the C supervisor (a test checks them).
+const (
+	maxSpec     = 8 << 20 // bytes
+	maxStages   = 64
+	maxRlimits  = 64
+	maxExtra    = 1 << 16
+	maxBPFInsns = bpfMaxInstructions
+	maxRecords  = 1 << 20 // lines
+)
+
+// wireSpec is a decoded spec.
+type wireSpec struct {
+	hostPID int
+	extra   int
+	path    string
+	args    []string
+	env     []string
+	rlimits []Rlimit
+	stages  []wireStage
+}
+
+// wireStage is a decoded stage.
+type wireStage struct {
+	kind     string
+	landlock *LandlockConfig // StageLandlock
+	bpf      []byte          // StageSeccomp
+}
+
+// encodeWire writes spec (with the program's environment) in the wire format. It
+// refuses what a supervisor could not take: a NUL byte in a string, a stage
+// configuration that does not decode (a *StartError: the program never runs), a
+// spec beyond the limits.
+func encodeWire(spec *Spec, env []string) ([]byte, error) {
+	var w wireWriter
+	if spec.HostPID < 1 || spec.ExtraFiles < 0 || spec.ExtraFiles > maxExtra {
+		return nil, fmt.Errorf("supervise: bad spec header (host pid %d, %d extra files)", spec.HostPID, spec.ExtraFiles)
+	}
+	w.rec('H').num(uint64(spec.HostPID)).num(uint64(spec.ExtraFiles))
+	w.rec('P').str(spec.Path)
+	for _, a := range spec.Args {
+		w.rec('A').str(a)
+	}
+	for _, v := range env {
+		w.rec('V').str(v)
+	}
+	if len(spec.Rlimits) > maxRlimits {
+		return nil, fmt.Errorf("supervise: %d resource limits, more than %d", len(spec.Rlimits), maxRlimits)
+	}
+	for _, l := range spec.Rlimits {
+		if l.Resource < 0 || l.Resource > math.MaxInt32 {
+			return nil, fmt.Errorf("supervise: bad resource limit %d: %w", l.Resource, syscall.EINVAL)
+		}
+		w.rec('R').num(uint64(l.Resource)).num(l.Value).num(l.Hard)
+	}
+	if len(spec.Stages) > maxStages {
+		return nil, fmt.Errorf("supervise: %d stages, more than %d", len(spec.Stages), maxStages)
+	}
+	for _, st := range spec.Stages {
+		w.rec('S').str(st.Kind)
+		switch st.Kind {
+		case StageLandlock:
+			cfg, err := decodeLandlock(st.Config)
+			if err != nil {
+				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
+			}
+			w.landlock(cfg)
+		case StageSeccomp:
+			bpf, err := decodeSeccomp(st.Config)
+			if err != nil {
+				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
+			}
+			w.rec('B').hex(bpf)
+		}
+	}
+	w.rec('.')
+	w.endLine()
+	if w.err != nil {
+		return nil, w.err
+	}
+	if len(w.b) > maxSpec || bytes.Count(w.b, []byte{'\n'}) > maxRecords {
+		return nil, fmt.Errorf("supervise: spec of %d bytes, %d records is too large (at most %d bytes, %d records)",
+			len(w.b), bytes.Count(w.b, []byte{'\n'}), maxSpec, maxRecords)
+	}
+	return w.b, nil
+}
+
+func (w *wireWriter) landlock(cfg *LandlockConfig) {
+	w.rec('L').num(uint64(max(0, cfg.ABI))).num(cfg.FS).num(cfg.Net).num(cfg.Scoped)
+	for _, g := range cfg.Paths {
+		w.rec('G').num(g.Access).str(g.Base)
+		for _, p := range g.Paths {
+			w.rec('p').str(p)
+		}
+		for _, p := range g.Optional {
+			w.rec('o').str(p)
+		}
+	}
+	for _, pr := range cfg.Ports {
+		w.rec('N').num(pr.Access).num(uint64(pr.Lo)).num(uint64(pr.Hi))
+	}
+}
+
+// decodeLandlock decodes the Config of a StageLandlock stage.
+func decodeLandlock(raw json.RawMessage) (*LandlockConfig, error) {
+	var cfg LandlockConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("bad configuration: %v", err)
+	}
+	return &cfg, nil
+}
+
+// decodeSeccomp decodes the Config of a StageSeccomp stage and checks its program.
+func decodeSeccomp(raw json.RawMessage) ([]byte, error) {
+	var cfg SeccompConfig
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return nil, fmt.Errorf("seccomp stage: bad config: %w", err)
+	}
+	if _, err := decodeBPF(cfg.BPF); err != nil {
+		return nil, fmt.Errorf("seccomp stage: %w", err)
+	}
+	return cfg.BPF, nil
+}
+
+type wireWriter struct {
+	b       []byte
+	started bool
+	err     error
+}
+
+func (w *wireWriter) endLine() {
+	if w.started {
+		w.b = append(w.b, '\n')
+	}
+}
+
+func (w *wireWriter) rec(t byte) *wireWriter {
+	w.endLine()
+	w.started = true
+	w.b = append(w.b, t)
+	return w
+}
+
+func (w *wireWriter) num(v uint64) *wireWriter {
+	w.b = append(w.b, '\t')
+	w.b = strconv.AppendUint(w.b, v, 10)
+	return w
+}
+
+func (w *wireWriter) str(s string) *wireWriter {
+	if strings.IndexByte(s, 0) >= 0 && w.err == nil {
+		w.err = fmt.Errorf("supervise: %q contains a NUL byte: %w", s, syscall.EINVAL)
+	}
+	w.b = append(w.b, '\t')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '\\':
+			w.b = append(w.b, '\\', '\\')
+		case '\t':
+			w.b = append(w.b, '\\', 't')
+		case '\n':
+			w.b = append(w.b, '\\', 'n')
+		default:
+			w.b = append(w.b, c)
+		}
+	}
+	return w
+}
+
+func (w *wireWriter) hex(b []byte) *wireWriter {
+	w.b = append(w.b, '\t')
+	w.b = hex.AppendEncode(w.b, b)
+	return w
+}
+
+// wireRec is one parsed record.
+type wireRec struct {
+	typ  byte
+	line int
+	s    string
+	n    [4]uint64
+}
+
+// wireSchema returns the fields of a record type: n a number, s a string, x hex.
+func wireSchema(t byte) (string, bool) {
+	switch t {
+	case 'H':
+		return "nn", true
+	case 'P', 'A', 'V', 'S', 'p', 'o':
+		return "s", true
+	case 'R', 'N':
+		return "nnn", true
+	case 'L':
+		return "nnnn", true
+	case 'G':
+		return "ns", true
+	case 'B':
+		return "x", true
+	case '.':
+		return "", true
+	}
+	return "", false
+}
+
+func parseWireLine(line string, n int) (wireRec, error) {
+	r := wireRec{line: n}
+	var sch string
+	ok := false
+	if len(line) > 0 && (len(line) == 1 || line[1] == '\t') {
+		sch, ok = wireSchema(line[0])
+	}
+	if !ok {
+		return r, fmt.Errorf("line %d: unknown record", n)
+	}
+	r.typ = line[0]
+	rest := line[1:]
+	nn := 0
+	for f := 1; f <= len(sch); f++ {
+		if rest == "" {
+			return r, fmt.Errorf("line %d: too few fields", n)
+		}
+		rest = rest[1:] // the tab
+		field := rest
+		if i := strings.IndexByte(rest, '\t'); i >= 0 {
+			field, rest = rest[:i], rest[i:]
+		} else {
+			rest = ""
+		}
+		switch sch[f-1] {
+		case 'n':
+			v, err := parseWireNum(field)
+			if err != nil {
+				return r, fmt.Errorf("line %d: field %d: not a number", n, f)
+			}
+			r.n[nn] = v
+			nn++
+		case 's':
+			s, err := unescapeWire(field)
+			if err != nil {
+				return r, fmt.Errorf("line %d: field %d: %v", n, f, err)
+			}
+			r.s = s
+		case 'x':
+			b, err := hex.DecodeString(field)
+			if err != nil {
+				return r, fmt.Errorf("line %d: field %d: bad hex", n, f)
+			}
+			r.s = string(b)
+		}
+	}
+	if rest != "" {
+		return r, fmt.Errorf("line %d: too many fields", n)
+	}
+	return r, nil
+}
+
+// parseWireNum parses an unsigned decimal number (digits only) below 2^64.
+func parseWireNum(s string) (uint64, error) {
+	if s == "" {
+		return 0, strconv.ErrSyntax
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return 0, strconv.ErrSyntax
+		}
+	}
+	return strconv.ParseUint(s, 10, 64)
+}
+
+func unescapeWire(s string) (string, error) {
+	if strings.IndexByte(s, '\\') < 0 && strings.IndexByte(s, 0) < 0 {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == 0 {
+			return "", errors.New("NUL byte")
+		}
+		if c != '\\' {
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		if i == len(s) {
+			return "", errors.New("bad escape")
+		}
+		switch s[i] {
+		case '\\':
+			b.WriteByte('\\')
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		default:
+			return "", errors.New("bad escape")
+		}
+	}
+	return b.String(), nil
+}
+
+// decodeWire parses a spec: the same rules and messages as parse in
+// supervisor_linux.c.
+func decodeWire(b []byte) (*wireSpec, error) {
+	if len(b) == 0 || b[len(b)-1] != '\n' {
+		return nil, errors.New("the spec does not end with a newline")
+	}
+	if n := bytes.Count(b, []byte{'\n'}); n > maxRecords {
+		return nil, fmt.Errorf("more than %d records", maxRecords)
+	}
+	lines := strings.Split(string(b[:len(b)-1]), "\n")
+	recs := make([]wireRec, len(lines))
+	for i, l := range lines {
+		r, err := parseWireLine(l, i+1)
+		if err != nil {
+			return nil, err
+		}
+		recs[i] = r
+	}
+	spec := &wireSpec{}
+	i := 0
+	at := func(t byte) bool { return i < len(recs) && recs[i].typ == t }
+	if !at('H') {
+		return nil, errors.New("line 1: expected the header record H")
+	}
+	if recs[i].n[0] < 1 || recs[i].n[0] > math.MaxInt32 || recs[i].n[1] > maxExtra {
+		return nil, errors.New("line 1: number out of range")
+	}
+	spec.hostPID, spec.extra = int(recs[i].n[0]), int(recs[i].n[1])
+	i++
+	if !at('P') {
+		return nil, fmt.Errorf("line %d: expected the program record P", i+1)
+	}
+	spec.path = recs[i].s
+	i++
+	for ; at('A'); i++ {
+		spec.args = append(spec.args, recs[i].s)
+	}
+	for ; at('V'); i++ {
+		spec.env = append(spec.env, recs[i].s)
+	}
+	for ; at('R'); i++ {
+		if len(spec.rlimits) == maxRlimits {
+			return nil, fmt.Errorf("line %d: more than %d resource limits", i+1, maxRlimits)
+		}
+		if recs[i].n[0] > math.MaxInt32 {
+			return nil, fmt.Errorf("line %d: number out of range", i+1)
+		}
+		spec.rlimits = append(spec.rlimits, Rlimit{Resource: int(recs[i].n[0]), Value: recs[i].n[1], Hard: recs[i].n[2]})
+	}
+	for at('S') {
+		if len(spec.stages) == maxStages {
+			return nil, fmt.Errorf("line %d: more than %d stages", i+1, maxStages)
+		}
+		st := wireStage{kind: recs[i].s}
+		i++
+		switch st.kind {
+		case StageLandlock:
+			if !at('L') {
+				return nil, fmt.Errorf("line %d: expected the landlock record L", i+1)
+			}
+			if recs[i].n[0] > math.MaxInt32 {
+				return nil, fmt.Errorf("line %d: number out of range", i+1)
+			}
+			cfg := &LandlockConfig{ABI: int(recs[i].n[0]), FS: recs[i].n[1], Net: recs[i].n[2], Scoped: recs[i].n[3]}
+			i++
+			for at('G') {
+				g := LandlockPaths{Access: recs[i].n[0], Base: recs[i].s}
+				for i++; at('p'); i++ {
+					g.Paths = append(g.Paths, recs[i].s)
+				}
+				for ; at('o'); i++ {
+					g.Optional = append(g.Optional, recs[i].s)
+				}
+				cfg.Paths = append(cfg.Paths, g)
+			}
+			for ; at('N'); i++ {
+				if recs[i].n[1] > math.MaxUint16 || recs[i].n[2] > math.MaxUint16 {
+					return nil, fmt.Errorf("line %d: number out of range", i+1)
+				}
+				cfg.Ports = append(cfg.Ports, LandlockPorts{Access: recs[i].n[0], Lo: uint16(recs[i].n[1]), Hi: uint16(recs[i].n[2])})
+			}
+			st.landlock = cfg
+		case StageSeccomp:
+			if !at('B') {
+				return nil, fmt.Errorf("line %d: expected the seccomp record B", i+1)
+			}
+			if _, err := decodeBPF([]byte(recs[i].s)); err != nil {
+				return nil, fmt.Errorf("line %d: %v", i+1, err)
+			}
+			st.bpf = []byte(recs[i].s)
+			i++
+		}
+		spec.stages = append(spec.stages, st)
+	}
+	if !at('.') {
+		return nil, fmt.Errorf("line %d: unexpected record", i+1)
+	}
+	if i+1 != len(recs) {
+		return nil, fmt.Errorf("line %d: records after the end", i+2)
+	}
+	return spec, nil
+}
