@@ -1,0 +1,165 @@
+package security_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	_ "github.com/pysandboxes/pysandboxes/landlock" // every provider of the module registers itself
+	"github.com/pysandboxes/pysandboxes/security"
+)
+
+func TestMain(m *testing.M) {
+	security.HostMain() // plays the host of the host-death attack when asked to
+	os.Exit(m.Run())
+}
+
+// TestCorpus runs every attack against every registered provider (but "none"),
+// providers in parallel, and logs the verdict table. Afterwards, no descriptor,
+// child process or temporary directory of the corpus may be left.
+func TestCorpus(t *testing.T) {
+	ctx := context.Background()
+	fds, temps := openFDs(t), tempEntries()
+	var mu sync.Mutex
+	var results []security.Result
+	t.Run("providers", func(t *testing.T) {
+		for _, p := range pysandboxes.Providers() {
+			if p.Name() == "none" {
+				continue
+			}
+			t.Run(p.Name(), func(t *testing.T) {
+				t.Parallel()
+				if err := p.Probe(ctx); err != nil {
+					t.Skipf("provider %s is not available here: %v", p.Name(), err)
+				}
+				for _, a := range security.Attacks() {
+					t.Run(a.Name, func(t *testing.T) {
+						r := security.RunAttack(ctx, p, a)
+						mu.Lock()
+						results = append(results, r)
+						mu.Unlock()
+						switch r.Verdict {
+						case security.Failed:
+							t.Errorf("%s: %v", a.Name, r.Err)
+						case security.Skipped:
+							t.Skip(r.Detail)
+						default:
+							t.Logf("%s (%v): %s", r.Verdict, r.Elapsed.Round(time.Millisecond), r.Detail)
+						}
+					})
+				}
+			})
+		}
+	})
+	order := map[string]int{}
+	for i, p := range pysandboxes.Providers() {
+		order[p.Name()] = i
+	}
+	sortResults(results, order)
+	t.Logf("verdicts:\n%s", security.Format(results))
+
+	// Leaks: the corpus's own descriptors, processes and directories.
+	deadline := time.Now().Add(5 * time.Second)
+	for openFDs(t) > fds && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond) // listeners' goroutines closing
+	}
+	if n := openFDs(t); n > fds {
+		t.Errorf("descriptors left: %d before the corpus, %d after", fds, n)
+	}
+	if kids := childrenOf(os.Getpid()); len(kids) > 0 {
+		t.Errorf("child processes left: %v", kids)
+	}
+	for _, name := range tempEntries() {
+		if !slices.Contains(temps, name) {
+			t.Errorf("temporary file left: %s", filepath.Join(os.TempDir(), name))
+		}
+	}
+}
+
+// tempEntries lists the entries of the temporary directory that the corpus, the
+// library or its providers may make (named pysb* or pysandboxes*).
+func tempEntries() []string {
+	ents, _ := os.ReadDir(os.TempDir())
+	var out []string
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "pysb") || strings.HasPrefix(e.Name(), "pysandboxes") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// sortResults orders results by provider (registration preference), then attack.
+func sortResults(rs []security.Result, order map[string]int) {
+	attacks := map[string]int{}
+	for i, a := range security.Attacks() {
+		attacks[a.Name] = i
+	}
+	slices.SortStableFunc(rs, func(a, b security.Result) int {
+		if d := order[a.Provider] - order[b.Provider]; d != 0 {
+			return d
+		}
+		return attacks[a.Attack] - attacks[b.Attack]
+	})
+}
+
+// TestCorpusWellFormed: attack names are unique, every attack says what it does,
+// and every exception names an attack and gives its reason.
+func TestCorpusWellFormed(t *testing.T) {
+	names := map[string]bool{}
+	for _, a := range security.Attacks() {
+		if a.Name == "" || a.Summary == "" || names[a.Name] {
+			t.Errorf("attack %q: empty or duplicate name, or no summary", a.Name)
+		}
+		names[a.Name] = true
+	}
+	for _, x := range security.Exceptions() {
+		if !names[x.Attack] || x.Provider == "" || len(x.Reason) < 40 ||
+			(x.Allows != security.Blocked && x.Allows != security.GotThrough) {
+			t.Errorf("bad exception %+v", x)
+		}
+	}
+}
+
+// openFDs counts the descriptors of the test process.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(ents)
+}
+
+// childrenOf lists the live children of pid.
+func childrenOf(pid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
