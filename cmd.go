@@ -58,6 +58,25 @@ type Cmd struct {
 	stderrBuf  *tailBuffer
 	pipeOut    map[io.Writer]bool // pipe ends made by StdoutPipe/StderrPipe
 	counter    *outputLimit
+
+	// ext extends a Cmd made by Sandbox.Python (nil for Command); env, when not
+	// nil, replaces the policy's environment (learning mode).
+	ext cmdExt
+	env []string
+}
+
+// cmdExt is the hook points of a Cmd made by Sandbox.Python.
+type cmdExt interface {
+	// prepare runs in Start before the provider prepares the launch: it may set
+	// Path, Args, ExtraFiles and env.
+	prepare(c *Cmd) error
+	// started runs once the program runs.
+	started(c *Cmd)
+	// abort runs when Start fails after prepare.
+	abort()
+	// finish runs in Wait once the program has ended; its error is joined to
+	// Wait's.
+	finish(c *Cmd) error
 }
 
 // Command returns a Cmd that runs name with args in the sandbox. The context ends
@@ -102,6 +121,13 @@ func (c *Cmd) Start() error {
 		c.closeAll(c.closeWait)
 		return err
 	}
+	if c.ext != nil {
+		if err := c.ext.prepare(c); err != nil {
+			c.closeAll(c.closeStart)
+			c.closeAll(c.closeWait)
+			return err
+		}
+	}
 	path := c.Path
 	if !filepath.IsAbs(path) {
 		base := c.Dir
@@ -122,11 +148,17 @@ func (c *Cmd) Start() error {
 		Logger:     c.sb.cfg.logger,
 		Compiled:   c.sb.compiled,
 	}
+	if c.env != nil {
+		req.Env = c.env
+	}
 	if c.sb.provider.Name() == "none" {
 		req.Env = os.Environ()
 	}
 	l, err := c.sb.provider.Prepare(c.ctx, req)
 	if err != nil {
+		if c.ext != nil {
+			c.ext.abort()
+		}
 		c.closeAll(c.closeStart)
 		c.closeAll(c.closeWait)
 		return fmt.Errorf("os-sandbox %s: %w", c.sb.provider.Name(), err)
@@ -152,10 +184,16 @@ func (c *Cmd) Start() error {
 		}
 		c.cleanup()
 		c.closeAll(c.closeWait)
+		if c.ext != nil {
+			c.ext.abort()
+		}
 		return err
 	}
 	c.pid = pid
 	c.stopCtx = context.AfterFunc(c.ctx, func() { c.terminate(c.ctx.Err()) })
+	if c.ext != nil {
+		c.ext.started(c)
+	}
 	return nil
 }
 
@@ -265,6 +303,14 @@ func (c *Cmd) Wait() error {
 	}
 	cerr := c.cleanup()
 	c.closeAll(c.closeWait)
+	if c.ext != nil {
+		if xerr := c.ext.finish(c); xerr != nil {
+			cerr = errors.Join(cerr, xerr)
+		}
+		c.mu.Lock()
+		reason = c.reason
+		c.mu.Unlock()
+	}
 
 	if serr != nil {
 		if ps := l.Cmd.ProcessState; ps != nil {

@@ -26,6 +26,7 @@ type config struct {
 	accept   Capability
 	require  Capability
 	helper   string
+	python   pythonConfig
 }
 
 // Option configures a Sandbox.
@@ -78,6 +79,9 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 	}
 	if s.cfg.logger == nil {
 		s.cfg.logger = slog.Default()
+	}
+	if err := s.cfg.applyLearning(p); err != nil {
+		return nil, err
 	}
 	all := Requirements(p, s.cfg.limits)
 	for _, c := range s.cfg.require.List() {

@@ -1,0 +1,456 @@
+package pylayer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/transport"
+)
+
+// Bounds of what the host accepts from the child. The child is untrusted: past
+// any of them the host stops reading, and the program's whole tree is killed.
+const (
+	maxChildFrame = 1 << 20  // one frame from the child
+	maxChildBytes = 64 << 20 // every frame from the child, together
+	maxDenials    = 1000     // distinct refusals kept (more are counted)
+	maxObserved   = 200_000  // learning observations kept, all families together
+	maxHostFrame  = 32 << 20 // the frames the host writes (code, config)
+)
+
+// Denial is one refusal of the Python layer, as the child reported it. It comes
+// from the sandboxed program: it is what that program says it was refused, no more.
+type Denial struct {
+	// Kind is the family: "file", "network", "import", "api" or "eval".
+	Kind string `json:"kind"`
+	// Exception is the Python exception class raised (RuleFileNotFoundError...).
+	Exception string `json:"exc"`
+	// Message is the exception's message.
+	Message string `json:"msg"`
+	// Target is what was refused: a path, an address, a module, a function.
+	Target string `json:"target"`
+	// Rule is the rule that refused, as written ("" when the implicit default
+	// policy refused); Ref is its file(line).
+	Rule string `json:"rule"`
+	Ref  string `json:"ref"`
+}
+
+func (d Denial) String() string { return d.Exception + ": " + d.Message }
+
+// ProtocolError reports a child that broke the channel's rules (a malformed or
+// oversized frame, a flood): the host stopped reading and killed the program.
+type ProtocolError struct {
+	Err error
+}
+
+func (e *ProtocolError) Error() string {
+	return "pysandboxes: the sandboxed Python program broke the channel protocol, its process tree was killed: " + e.Err.Error()
+}
+
+func (e *ProtocolError) Unwrap() error { return e.Err }
+
+// StartError reports a Python layer that could not start in the child.
+type StartError struct {
+	Msg string
+}
+
+func (e *StartError) Error() string { return "pysandboxes: the Python layer could not start: " + e.Msg }
+
+// Session is the host side of one sandboxed Python program: the channel, the
+// frames to send, and what comes back.
+type Session struct {
+	host   *os.File // host end
+	child  *os.File // child end, passed as an extra file
+	code   *codeBlob
+	config []byte
+	mode   string
+
+	mu       sync.Mutex
+	denials  []Denial
+	seen     map[string]bool
+	dropped  int
+	obs      obsSet
+	hello    bool
+	fatal    string
+	protoErr error
+	done     chan struct{}
+	started  bool
+}
+
+// NewSession prepares the channel and the frames for one program.
+func NewSession(ctx context.Context, in ConfigInput) (*Session, error) {
+	if in.Policy == nil || in.Interp == nil {
+		return nil, errors.New("pylayer: NewSession needs a policy and an interpreter")
+	}
+	cfg, err := buildConfig(in)
+	if err != nil {
+		return nil, err
+	}
+	if len(cfg)+1 > maxHostFrame {
+		return nil, fmt.Errorf("pylayer: the policy is too large for the channel (%d bytes)", len(cfg))
+	}
+	code := guardCode(ctx, in.Interp)
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("pylayer: socketpair: %w", err)
+	}
+	s := &Session{
+		host:   os.NewFile(uintptr(fds[0]), "pysandboxes-channel"),
+		child:  os.NewFile(uintptr(fds[1]), "pysandboxes-channel-child"),
+		code:   code,
+		config: cfg,
+		mode:   in.Mode,
+		seen:   map[string]bool{},
+		done:   make(chan struct{}),
+	}
+	s.obs.init()
+	return s, nil
+}
+
+// ChildFile is the child's end of the channel, to pass as an extra file.
+func (s *Session) ChildFile() *os.File { return s.child }
+
+// Command returns the interpreter's argv (argv[0] included) for a child that
+// receives the channel as descriptor fd.
+func Command(in *Interpreter, flags []string, fd int) []string {
+	args := append([]string{in.Path}, flags...)
+	return append(args, "-c", Boot, strconv.Itoa(fd))
+}
+
+// Started is called once the program runs: the host closes its copy of the
+// child's end, sends the frames and serves the channel. kill is called, once, when
+// the child breaks the protocol.
+func (s *Session) Started(kill func(error)) {
+	s.started = true
+	s.child.Close()
+	go func() {
+		w := transport.NewWriter(s.host, maxHostFrame)
+		if err := w.Write(transport.Kind(s.code.kind), s.code.payload); err != nil {
+			return // the child is gone; the reader sees it
+		}
+		_ = w.Write(kindConfig, s.config)
+	}()
+	go s.serve(kill)
+}
+
+// Abort releases the channel of a program that did not start.
+func (s *Session) Abort() {
+	s.child.Close()
+	s.host.Close()
+}
+
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	if c.n >= maxChildBytes {
+		return 0, fmt.Errorf("more than %d bytes sent on the channel", maxChildBytes)
+	}
+	if rest := maxChildBytes - c.n; int64(len(p)) > rest {
+		p = p[:rest]
+	}
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+func (s *Session) serve(kill func(error)) {
+	defer close(s.done)
+	cr := &countingReader{r: s.host}
+	r := transport.NewReader(cr, maxChildFrame)
+	for {
+		f, err := r.Read()
+		if err == nil {
+			err = s.handle(f)
+		}
+		if err == nil {
+			continue
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) || errors.Is(err, syscall.ECONNRESET) {
+			return
+		}
+		pe := &ProtocolError{Err: err}
+		s.mu.Lock()
+		s.protoErr = pe
+		s.mu.Unlock()
+		kill(pe)
+		return
+	}
+}
+
+func (s *Session) handle(f transport.Frame) error {
+	switch f.Kind {
+	case kindHello:
+		s.mu.Lock()
+		s.hello = true
+		s.mu.Unlock()
+	case kindFatal:
+		s.mu.Lock()
+		s.fatal = strings.ToValidUTF8(string(f.Payload), "?")
+		s.mu.Unlock()
+	case kindDenial:
+		var d Denial
+		if err := strictJSON(f.Payload, &d); err != nil {
+			return fmt.Errorf("malformed denial frame: %w", err)
+		}
+		s.addDenial(d)
+	case kindLearn:
+		if s.mode != ModeLearn {
+			return errors.New("learning frame outside learning mode")
+		}
+		var o wireObs
+		if err := strictJSON(f.Payload, &o); err != nil {
+			return fmt.Errorf("malformed learning frame: %w", err)
+		}
+		s.mu.Lock()
+		s.obs.add(o)
+		s.mu.Unlock()
+	default:
+		return fmt.Errorf("unknown frame kind %d", f.Kind)
+	}
+	return nil
+}
+
+func strictJSON(b []byte, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data")
+	}
+	return nil
+}
+
+func (s *Session) addDenial(d Denial) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	key := d.Exception + "\x00" + d.Message
+	if s.seen[key] {
+		return
+	}
+	if len(s.denials) >= maxDenials {
+		s.dropped++
+		return
+	}
+	s.seen[key] = true
+	s.denials = append(s.denials, d)
+}
+
+// Result is what the channel brought back.
+type Result struct {
+	// Denials are the distinct refusals the program reported, in order.
+	Denials []Denial
+	// DroppedDenials counts refusals beyond the bound.
+	DroppedDenials int
+	// Observations are what a learning run saw (empty otherwise).
+	Observations policy.Observations
+	// Armed reports that the guard was armed in the child.
+	Armed bool
+	// Err is a *ProtocolError when the child broke the protocol, a *StartError
+	// when the layer could not start, else nil.
+	Err error
+}
+
+// Finish waits (at most grace) for the channel to close once the program has
+// ended, releases it, and returns what came back.
+func (s *Session) Finish(grace time.Duration) *Result {
+	if s.started {
+		select {
+		case <-s.done:
+		case <-time.After(grace):
+			s.host.SetReadDeadline(time.Now())
+			<-s.done
+		}
+	}
+	s.host.Close()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	res := &Result{Denials: s.denials, DroppedDenials: s.dropped, Observations: s.obs.result(), Armed: s.hello}
+	switch {
+	case s.protoErr != nil:
+		res.Err = s.protoErr
+	case s.fatal != "":
+		res.Err = &StartError{Msg: s.fatal}
+	}
+	return res
+}
+
+// Denials returns the refusals received so far.
+func (s *Session) Denials() []Denial {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Denial(nil), s.denials...)
+}
+
+// wireObs is one learning frame.
+type wireObs struct {
+	Env     []string          `json:"env"`
+	Files   []json.RawMessage `json:"files"`
+	Net     []json.RawMessage `json:"net"`
+	DNS     []json.RawMessage `json:"dns"`
+	Imports []string          `json:"imports"`
+	API     []string          `json:"api"`
+}
+
+// obsSet accumulates observations without duplicates, within maxObserved.
+type obsSet struct {
+	n     int
+	env   map[string]bool
+	files map[policy.FileAccess]bool
+	net   map[string]policy.NetAccess
+	dns   map[string][]netip.Addr
+	imps  map[string]bool
+	api   map[string]bool
+	order struct {
+		env, imps, api []string
+		files          []policy.FileAccess
+		net            []string
+		dns            []string
+	}
+}
+
+func (o *obsSet) init() {
+	o.env, o.files, o.net = map[string]bool{}, map[policy.FileAccess]bool{}, map[string]policy.NetAccess{}
+	o.dns, o.imps, o.api = map[string][]netip.Addr{}, map[string]bool{}, map[string]bool{}
+}
+
+func (o *obsSet) room() bool { return o.n < maxObserved }
+
+func (o *obsSet) add(w wireObs) {
+	for _, e := range w.Env {
+		if o.room() && !o.env[e] {
+			o.env[e] = true
+			o.order.env = append(o.order.env, e)
+			o.n++
+		}
+	}
+	for _, raw := range w.Files {
+		var t []any
+		if json.Unmarshal(raw, &t) != nil || len(t) != 3 {
+			continue
+		}
+		p, ok1 := t[0].(string)
+		wr, ok2 := t[1].(bool)
+		dir, ok3 := t[2].(bool)
+		if !ok1 || !ok2 || !ok3 || p == "" {
+			continue
+		}
+		fa := policy.FileAccess{Path: p, Write: wr, Dir: dir}
+		if o.room() && !o.files[fa] {
+			o.files[fa] = true
+			o.order.files = append(o.order.files, fa)
+			o.n++
+		}
+	}
+	for _, raw := range w.Net {
+		var t []any
+		if json.Unmarshal(raw, &t) != nil || len(t) != 5 {
+			continue
+		}
+		proto, _ := t[0].(string)
+		dir, _ := t[1].(string)
+		host, _ := t[2].(string)
+		ips, _ := t[3].(string)
+		port, ok := t[4].(float64)
+		ip, err := netip.ParseAddr(ips)
+		if !ok || err != nil || port < 0 || port > 65535 {
+			continue
+		}
+		na := policy.NetAccess{Host: host, IP: ip, Port: uint16(port)}
+		switch proto {
+		case "tcp":
+			na.Proto = policy.TCP
+		case "udp":
+			na.Proto = policy.UDP
+		default:
+			continue
+		}
+		switch dir {
+		case "in":
+			na.Dir = policy.In
+		case "out":
+			na.Dir = policy.Out
+		default:
+			continue
+		}
+		key := fmt.Sprint(na)
+		if _, dup := o.net[key]; !dup && o.room() {
+			o.net[key] = na
+			o.order.net = append(o.order.net, key)
+			o.n++
+		}
+	}
+	for _, raw := range w.DNS {
+		var t []any
+		if json.Unmarshal(raw, &t) != nil || len(t) != 2 {
+			continue
+		}
+		name, _ := t[0].(string)
+		list, _ := t[1].([]any)
+		if name == "" {
+			continue
+		}
+		if _, ok := o.dns[name]; !ok {
+			if !o.room() {
+				continue
+			}
+			o.order.dns = append(o.order.dns, name)
+			o.n++
+		}
+		for _, a := range list {
+			s, _ := a.(string)
+			if ip, err := netip.ParseAddr(s); err == nil && len(o.dns[name]) < 64 {
+				dup := false
+				for _, x := range o.dns[name] {
+					dup = dup || x == ip
+				}
+				if !dup {
+					o.dns[name] = append(o.dns[name], ip)
+				}
+			}
+		}
+	}
+	for _, m := range w.Imports {
+		if o.room() && !o.imps[m] {
+			o.imps[m] = true
+			o.order.imps = append(o.order.imps, m)
+			o.n++
+		}
+	}
+	for _, a := range w.API {
+		if o.room() && !o.api[a] {
+			o.api[a] = true
+			o.order.api = append(o.order.api, a)
+			o.n++
+		}
+	}
+}
+
+func (o *obsSet) result() policy.Observations {
+	var out policy.Observations
+	out.Env = append(out.Env, o.order.env...)
+	out.Files = append(out.Files, o.order.files...)
+	for _, k := range o.order.net {
+		out.Net = append(out.Net, o.net[k])
+	}
+	for _, n := range o.order.dns {
+		out.DNS = append(out.DNS, policy.DNSAnswer{Name: n, Addrs: o.dns[n]})
+	}
+	out.Imports = append(out.Imports, o.order.imps...)
+	out.API = append(out.API, o.order.api...)
+	return out
+}

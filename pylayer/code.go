@@ -1,0 +1,134 @@
+package pylayer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"io/fs"
+	"os/exec"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+)
+
+//go:embed py/*.py
+var pyFiles embed.FS
+
+// Boot is the loader given to the interpreter with -c. argv[1] is the channel's
+// descriptor. It reads one frame holding the layer's modules (marshalled code
+// objects, or their sources when no compiled form could be cached), runs the boot
+// module and hands over to it. It leaves nothing behind: boot clears __main__
+// before the program runs.
+const Boot = `import sys,marshal as m,posix as p
+def r(n):
+ b=b''
+ while len(b)<n:
+  c=p.read(F,n-len(b))
+  if not c:raise SystemExit('pysandboxes: the sandbox host closed the channel')
+  b+=c
+ return b
+F=int(sys.argv[1]);h=r(5);M=m.loads(r(int.from_bytes(h[:4],'big')-1))
+if h[4]==2:M={k:compile(v,'<pysandboxes/'+k+'>','exec',dont_inherit=True) for k,v in M.items()}
+g={'__name__':'pysandboxes._boot','__builtins__':__builtins__}
+exec(M['boot'],g);g['main'](F,M,r)
+`
+
+// Frame kinds of the channel.
+const (
+	kindCode   = 1  // host -> child: marshalled code objects of the layer
+	kindSource = 2  // host -> child: the layer's sources (no compiled form cached)
+	kindConfig = 3  // host -> child: the configuration (marshal)
+	kindHello  = 16 // child -> host: the guard is armed
+	kindDenial = 17 // child -> host: one refusal (JSON)
+	kindLearn  = 18 // child -> host: learning observations (JSON)
+	kindFatal  = 19 // child -> host: the layer could not start (text)
+)
+
+// moduleNames are the layer's Python modules, by file name without .py.
+func moduleSources() (map[string]string, string) {
+	ents, _ := fs.ReadDir(pyFiles, "py")
+	out := map[string]string{}
+	var names []string
+	for _, e := range ents {
+		name := strings.TrimSuffix(e.Name(), ".py")
+		b, _ := pyFiles.ReadFile("py/" + e.Name())
+		out[name] = string(b)
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	for _, n := range names {
+		h.Write([]byte(n + "\x00" + out[n] + "\x00"))
+	}
+	return out, hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+const compileScript = `import sys, marshal
+src = marshal.loads(sys.stdin.buffer.read())
+out = {k: compile(v, '<pysandboxes/' + k + '>', 'exec', dont_inherit=True, optimize=0) for k, v in src.items()}
+sys.stdout.buffer.write(marshal.dumps(out))
+`
+
+type codeBlob struct {
+	kind    byte
+	payload []byte
+}
+
+var codeCache sync.Map // interpreter key -> *codeBlob
+
+// guardCode returns the frame that carries the layer's modules to in: marshalled
+// code objects compiled once by an unconfined run of the same interpreter (cached
+// in memory and in the user's cache directory, keyed by the interpreter's version
+// and the sources' hash), or the sources themselves when that fails.
+func guardCode(ctx context.Context, in *Interpreter) *codeBlob {
+	srcs, hash := moduleSources()
+	key := in.Path + "|" + in.Info.Magic + "|" + in.Info.VersionS + "|" + hash
+	if v, ok := codeCache.Load(key); ok {
+		return v.(*codeBlob)
+	}
+	sum := sha256.Sum256([]byte(key))
+	name := "guard-" + in.Info.CacheTag + "-" + hex.EncodeToString(sum[:12]) + ".marshal"
+	dir, derr := cacheDir()
+	if derr == nil {
+		if data, err := readCache(dir, name, 16<<20); err == nil && len(data) > 0 {
+			b := &codeBlob{kind: kindCode, payload: data}
+			codeCache.Store(key, b)
+			return b
+		}
+	}
+	srcMap := pyDict{}
+	for k, v := range srcs {
+		srcMap[k] = v
+	}
+	srcBytes, err := marshalValue(srcMap)
+	if err != nil {
+		panic(err) // the embedded sources are plain text
+	}
+	fallback := &codeBlob{kind: kindSource, payload: srcBytes}
+	if derr != nil {
+		return fallback
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(cctx, in.Path, "-I", "-S", "-c", compileScript)
+	cmd.Env = []string{}
+	cmd.Dir = "/"
+	cmd.Stdin = bytes.NewReader(srcBytes)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil || len(out) == 0 {
+		return fallback
+	}
+	if writeCache(dir, name, out) != nil {
+		// Not cached on disk: send the sources, as promised, rather than compile
+		// again at every start of another process.
+		return fallback
+	}
+	b := &codeBlob{kind: kindCode, payload: out}
+	codeCache.Store(key, b)
+	return b
+}
