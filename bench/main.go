@@ -21,7 +21,6 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
@@ -41,6 +40,7 @@ func main() {
 	warmup := flag.Int("warmup", 10, "warm-up runs per configuration (not measured)")
 	payload := flag.String("payload", "/bin/true", "the program to start, with its arguments")
 	only := flag.String("only", "", "comma-separated configuration names to run (default: all)")
+	python := flag.String("python", "", "also compare `python3 -c pass` run bare with python-sb-style runs (Sandbox.Python) through each provider, with this interpreter (e.g. /usr/bin/python3)")
 	flag.Parse()
 	argv := strings.Fields(*payload)
 	if len(argv) == 0 {
@@ -51,6 +51,9 @@ func main() {
 	configs := []config{{name: "bare exec", run: func() error { return exec.Command(argv[0], argv[1:]...).Run() }}}
 	configs = append(configs, providerConfigs(ctx, argv)...)
 	configs = append(configs, directConfigs(argv)...)
+	if *python != "" {
+		configs = append(configs, pythonConfigs(ctx, *python)...)
+	}
 	if *only != "" {
 		keep := strings.Split(*only, ",")
 		configs = slices.DeleteFunc(configs, func(c config) bool {
@@ -83,9 +86,8 @@ func main() {
 	host, _ := os.Hostname()
 	fmt.Printf("payload: %s; %d runs per configuration (after %d warm-up), interleaved; %s, %d CPUs, %s, %s\n\n",
 		*payload, *n, *warmup, runtime.Version(), runtime.NumCPU(), kernel(), host)
-	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "| configuration\t| median ms\t| p90 ms\t| overhead ms\t| ratio\t| compared with\t|")
-	fmt.Fprintln(tw, "|---\t|---:\t|---:\t|---:\t|---:\t|---\t|")
+	fmt.Println("| configuration | median ms | p90 ms | overhead ms | ratio | compared with |")
+	fmt.Println("|---|---:|---:|---:|---:|---|")
 	for j, c := range configs {
 		base := c.base
 		if base == "" {
@@ -93,10 +95,9 @@ func main() {
 		}
 		med := medians[c.name]
 		bm := medians[base]
-		fmt.Fprintf(tw, "| %s\t| %.2f\t| %.2f\t| %+.2f\t| %.2fx\t| %s\t|\n", c.name, ms(med), ms(quantile(samples[j], 0.9)),
+		fmt.Printf("| %s | %.2f | %.2f | %+.2f | %.2fx | %s |\n", c.name, ms(med), ms(quantile(samples[j], 0.9)),
 			ms(med-bm), float64(med)/float64(bm), base)
 	}
-	tw.Flush()
 }
 
 // providerConfigs runs the payload through each registered provider that works
@@ -125,6 +126,36 @@ func providerConfigs(ctx context.Context, argv []string) []config {
 		}
 		out = append(out, config{name: "pysandboxes " + p.Name(), run: func() error {
 			return sb.Command(ctx, argv[0], argv[1:]...).Run()
+		}})
+	}
+	return out
+}
+
+// pythonConfigs compares `python -c pass` run bare with the same run through
+// Sandbox.Python (the Python layer on) under each provider.
+func pythonConfigs(ctx context.Context, python string) []config {
+	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	out := []config{{name: "python -c pass", run: func() error { return exec.Command(python, "-c", "pass").Run() }}}
+	for _, p := range pysandboxes.Providers() {
+		if p.Name() == "none" {
+			continue
+		}
+		pol, err := policy.NewBuilder().Build(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet), pysandboxes.WithPython(python)}
+		if p.Name() == "subprocess" {
+			opts = append(opts, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+		}
+		sb, err := pysandboxes.New(ctx, pol, opts...)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: skipping python under %s: %v\n", p.Name(), err)
+			continue
+		}
+		out = append(out, config{name: "python layer, " + p.Name(), base: "python -c pass", run: func() error {
+			return sb.Python(ctx, "-c", "pass").Run()
 		}})
 	}
 	return out
