@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -491,4 +492,34 @@ func (c *Cmd) Status() (syscall.WaitStatus, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.status, c.waited
+}
+
+// ForwardSignals relays the signals sigs (SIGINT, SIGTERM, SIGHUP and SIGQUIT
+// when none is given) that the host process receives to the program, until stop is
+// called. It is meant for command-line wrappers, whose program should see the
+// Ctrl-C of their terminal; the host then does not die of those signals itself.
+func (c *Cmd) ForwardSignals(sigs ...os.Signal) (stop func()) {
+	if len(sigs) == 0 {
+		sigs = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
+	}
+	ch := make(chan os.Signal, 4)
+	signal.Notify(ch, sigs...)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-ch:
+				_ = c.Signal(s)
+			case <-done:
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			signal.Stop(ch)
+			close(done)
+		})
+	}
 }

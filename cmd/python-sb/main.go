@@ -25,10 +25,8 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/pysb"
@@ -169,22 +167,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "python-sb:", err)
 		return ExitConfig
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
+	stop := cmd.ForwardSignals()
 	err = cmd.Wait()
-	signal.Stop(sigs)
-	close(done)
+	stop()
 	if lr := cmd.Learned(); lr != nil {
 		fmt.Fprintln(stderr, lr.Message)
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -252,22 +251,9 @@ func run(ctx context.Context, args []string, env *Env) int {
 		}
 		return ExitSandbox
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	done := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case s := <-sigs:
-				_ = cmd.Signal(s)
-			case <-done:
-				return
-			}
-		}
-	}()
+	stop := cmd.ForwardSignals()
 	err = cmd.Wait()
-	signal.Stop(sigs)
-	close(done)
+	stop()
 	var ee *pysandboxes.ExitError
 	switch {
 	case err == nil:
