@@ -1,13 +1,12 @@
 package landlock_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
 )
 
 // TestNoLeaksAfter200Runs: no descriptor, process or temporary file is left after
@@ -51,37 +50,15 @@ func TestNoLeaksAfter200Runs(t *testing.T) {
 
 func countFDs(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	n, err := proctest.OpenFDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents)
+	return n
 }
 
 // children lists the live children of pid.
-func children(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[0] != "Z" && f[1] == strconv.Itoa(pid) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func children(pid int) []int { return proctest.Children(pid) }
 
 // BenchmarkLandlockTrue runs /bin/true confined by landlock (supervisor, ruleset
 // and seccomp filter included).

@@ -1,18 +1,17 @@
 package security_test
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	_ "github.com/pysandboxes/pysandboxes/landlock" // every provider of the module registers itself
 	"github.com/pysandboxes/pysandboxes/security"
 )
@@ -132,34 +131,12 @@ func TestCorpusWellFormed(t *testing.T) {
 // openFDs counts the descriptors of the test process.
 func openFDs(t *testing.T) int {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	n, err := proctest.OpenFDs()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(ents)
+	return n
 }
 
 // childrenOf lists the live children of pid.
-func childrenOf(pid int) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func childrenOf(pid int) []int { return proctest.Children(pid) }

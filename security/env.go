@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -540,17 +541,7 @@ func (e *env) sleeper() *exec.Cmd {
 }
 
 // alive reports whether pid is a running (not zombie) process.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return false
-	}
-	return b[i+2] != 'Z' && b[i+2] != 'X'
-}
+func alive(pid int) bool { return proctest.Alive(pid) }
 
 // marked lists the live processes whose environment holds PYSB_MARK=mark: the
 // processes of one run (the supervisor included), wherever they went. A live
