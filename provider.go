@@ -86,9 +86,11 @@ type Launch struct {
 	Cleanup func() error
 }
 
-// preference is the order in which os-sandbox=auto considers providers: the least
-// privileged and cheapest first. Providers not listed come after, by name.
-var preference = []string{"subprocess", "landlock", "unshare", "bwrap", "firejail", "qemu"}
+// preference is the order in which os-sandbox=auto considers providers: the kernel
+// providers, least privileged and cheapest first (landlock is the default), then
+// subprocess, which confines nothing and so only covers a policy that grants
+// everything. Providers not listed come before subprocess, by name.
+var preference = []string{"landlock", "unshare", "bwrap", "firejail", "qemu"}
 
 var registry struct {
 	sync.RWMutex
@@ -137,13 +139,15 @@ func Providers() []Provider {
 	}
 	var rest []string
 	for name := range registry.m {
-		if !slices.Contains(preference, name) {
+		if !slices.Contains(preference, name) && name != "subprocess" && name != "none" {
 			rest = append(rest, name)
 		}
 	}
 	slices.Sort(rest)
-	for _, name := range rest {
-		out = append(out, registry.m[name])
+	for _, name := range append(rest, "subprocess", "none") {
+		if p, ok := registry.m[name]; ok {
+			out = append(out, p)
+		}
 	}
 	return out
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // TestAutoChoosesLandlock: os-sandbox=auto takes landlock for a policy it covers
-// (subprocess, tried first, cannot confine files).
+// (subprocess, tried last, cannot confine files).
 func TestAutoChoosesLandlock(t *testing.T) {
 	requireLandlock(t)
 	dir := t.TempDir()
@@ -34,5 +34,20 @@ func TestAutoSkipsLandlockForHosts(t *testing.T) {
 	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()))
 	if err == nil && sb.Provider().Name() == "landlock" {
 		t.Fatal("auto chose landlock for a policy naming a host")
+	}
+}
+
+// TestAutoPrefersLandlockEvenForAllowAll: a policy that grants everything is
+// covered by subprocess too, but auto still prefers the kernel provider (its
+// hardening — no capability, seccomp, scoped signals — costs the policy nothing).
+func TestAutoPrefersLandlockEvenForAllowAll(t *testing.T) {
+	requireLandlock(t)
+	pol := build(t, "expose-rw=/", "net=ALLOW|*|*|*|*", "env=*=${*}")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sb.Provider().Name(); got != "landlock" {
+		t.Fatalf("auto chose %s", got)
 	}
 }
