@@ -131,7 +131,12 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 			s.cfg.logger.Debug("not enforced by the OS layer (accepted by the caller)", "provider", s.provider.Name(), "requirement", r.String())
 		}
 	}
-	if unenforced != 0 && s.provider.Name() != "none" {
+	switch {
+	case unenforced == 0 || s.provider.Name() == "none":
+	case s.cfg.python.learn != "":
+		// Learning enforces nothing by design; python-sb says it learns.
+		s.cfg.logger.Info("learning: nothing is enforced while the rules are recorded", "file", s.cfg.python.learn)
+	default:
 		s.cfg.logger.Warn("accepted as not enforced by the OS layer", "provider", s.provider.Name(), "capabilities", unenforced.String())
 	}
 	return s, nil
