@@ -260,6 +260,9 @@ func TestPythonAPI(t *testing.T) {
 		{"eval", "", "eval('1+1')", "", "builtins.eval", "dynamic-code", ""},
 		{"eval allowed", "python-api=ALLOW:dynamic-code\n", "print(eval('1+1'))", "2", "", "", ""},
 		{"setuid without an event", "", "import os; os.setuid(0)", "", "os.setuid", "privileges", ""},
+		{"native call through pythonapi", "", "import ctypes; ctypes.pythonapi.Py_IsInitialized()", "", "ctypes.CDLL", "native", ""},
+		{"native call through a library", "", "import ctypes, ctypes.util; ctypes.CDLL(None).getpid()", "", "ctypes.CDLL", "native", ""},
+		{"native allowed", "python-api=ALLOW:native\n", "import ctypes; print(ctypes.pythonapi.Py_IsInitialized())", "1", "", "", ""},
 		{"pickle", "", "import pickle; pickle.loads(pickle.dumps(print))", "", "pickle.loads", "deserialization", ""},
 		{"traceback printing still works", "", "import traceback, logging\ntry:\n 1/0\nexcept Exception:\n print(len(traceback.format_exc()) > 0)\nlogging.getLogger('x').warning('w')", "True", "", "", ""},
 	} {

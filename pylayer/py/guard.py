@@ -982,8 +982,12 @@ API_EVENTS = {
     'ctypes.string_at': ('ctypes.string_at',),
     'ctypes.wstring_at': ('ctypes.wstring_at',),
     # Any foreign call from user code is native code (ctypes.pythonapi included);
-    # ctypes' own import-time calls are module initialisation (ambient).
+    # ctypes' own import-time calls are module initialisation (ambient). CPython
+    # raises no event for an ordinary foreign call, but the first look-up of each
+    # symbol (libc.getpid, ctypes.pythonapi.Py_IsInitialized...) raises ctypes.dlsym:
+    # that is where a native call is judged.
     'ctypes.call_function': ('ctypes.CDLL',),
+    'ctypes.dlsym': ('ctypes.CDLL',),
     'sys._getframe': ('sys._getframe',),
     'sys._getframemodulename': ('sys._getframemodulename',),
     'sys._current_frames': ('sys._current_frames',),
