@@ -262,6 +262,7 @@ func TestPythonAPI(t *testing.T) {
 		{"setuid without an event", "", "import os; os.setuid(0)", "", "os.setuid", "privileges", ""},
 		{"native call through pythonapi", "", "import ctypes; ctypes.pythonapi.Py_IsInitialized()", "", "ctypes.CDLL", "native", ""},
 		{"native call through a library", "", "import ctypes, ctypes.util; ctypes.CDLL(None).getpid()", "", "ctypes.CDLL", "native", ""},
+		{"memory at an address", "", "import ctypes; ctypes.c_int.from_address(id(1))", "", "ctypes.cast", "native", ""},
 		{"native allowed", "python-api=ALLOW:native\n", "import ctypes; print(ctypes.pythonapi.Py_IsInitialized())", "1", "", "", ""},
 		{"pickle", "", "import pickle; pickle.loads(pickle.dumps(print))", "", "pickle.loads", "deserialization", ""},
 		{"traceback printing still works", "", "import traceback, logging\ntry:\n 1/0\nexcept Exception:\n print(len(traceback.format_exc()) > 0)\nlogging.getLogger('x').warning('w')", "True", "", "", ""},

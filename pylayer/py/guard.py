@@ -988,6 +988,10 @@ API_EVENTS = {
     # that is where a native call is judged.
     'ctypes.call_function': ('ctypes.CDLL',),
     'ctypes.dlsym': ('ctypes.CDLL',),
+    # Reading memory at an arbitrary address (c_int.from_address...) is what
+    # ctypes.cast gives: judged as it. (ctypes.memmove/memset raise no event: a
+    # program allowed to import ctypes can still move raw memory with them.)
+    'ctypes.cdata': ('ctypes.cast',),
     'sys._getframe': ('sys._getframe',),
     'sys._getframemodulename': ('sys._getframemodulename',),
     'sys._current_frames': ('sys._current_frames',),
