@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/pysandboxes/pysandboxes/internal/diskcache"
 )
 
 //go:embed py/*.py
@@ -91,9 +93,9 @@ func guardCode(ctx context.Context, in *Interpreter) *codeBlob {
 	}
 	sum := sha256.Sum256([]byte(key))
 	name := "guard-" + in.Info.CacheTag + "-" + hex.EncodeToString(sum[:12]) + ".marshal"
-	dir, derr := cacheDir()
+	dir, derr := diskcache.Dir()
 	if derr == nil {
-		if data, err := readCache(dir, name, 16<<20); err == nil && len(data) > 0 {
+		if data, err := diskcache.Read(dir, name, 16<<20); err == nil && len(data) > 0 {
 			b := &codeBlob{kind: kindCode, payload: data}
 			codeCache.Store(key, b)
 			return b
@@ -123,7 +125,7 @@ func guardCode(ctx context.Context, in *Interpreter) *codeBlob {
 	if err != nil || len(out) == 0 {
 		return fallback
 	}
-	if writeCache(dir, name, out) != nil {
+	if diskcache.Write(dir, name, out) != nil {
 		// Not cached on disk: send the sources, as promised, rather than compile
 		// again at every start of another process.
 		return fallback

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pysandboxes/pysandboxes/internal/diskcache"
 )
 
 // EnvPython names the interpreter when no option does.
@@ -177,9 +179,9 @@ func askExecutable(ctx context.Context, shim string) (string, error) {
 func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 	sum := sha256.Sum256([]byte(key + "\x00" + infoQuery))
 	name := "interp-" + hex.EncodeToString(sum[:12]) + ".json"
-	dir, derr := cacheDir()
+	dir, derr := diskcache.Dir()
 	if derr == nil {
-		if data, err := readCache(dir, name, 1<<20); err == nil {
+		if data, err := diskcache.Read(dir, name, 1<<20); err == nil {
 			var info InterpInfo
 			if json.Unmarshal(data, &info) == nil && info.Version[0] != 0 {
 				return &info, nil
@@ -202,7 +204,7 @@ func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out)
 	}
 	if derr == nil {
-		_ = writeCache(dir, name, out)
+		_ = diskcache.Write(dir, name, out)
 	}
 	return &info, nil
 }

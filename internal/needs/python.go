@@ -2,6 +2,8 @@ package needs
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io/fs"
@@ -12,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/pysandboxes/pysandboxes/internal/diskcache"
 )
 
 // pythonName matches the base names of CPython interpreters: python, python3,
@@ -48,6 +52,16 @@ type pythonAnswer struct {
 
 type pythonInfo struct {
 	needs []Need
+	// stamps are the directories whose content the answer depends on (the
+	// interpreter's directories and those holding extension modules), with their
+	// modification times: the answer read back from the disk cache is used only
+	// while none of them changed.
+	stamps []dirStamp
+}
+
+type dirStamp struct {
+	Path  string `json:"path"`
+	Mtime int64  `json:"mtime"`
 }
 
 // python adds what the Python interpreter at path reads to start and import its
@@ -65,10 +79,14 @@ func (w *walker) python(path string) error {
 	info, ok := cache.m[key]
 	cache.mu.Unlock()
 	if !ok {
+		info, ok = loadPythonInfo(key)
+	}
+	if !ok {
 		info, err = w.r.askPython(w.ctx, path)
 		if err != nil {
 			return err
 		}
+		storePythonInfo(key, info)
 		cache.mu.Lock()
 		if cache.m == nil || len(cache.m) >= maxCache {
 			cache.m = map[fileKey]*pythonInfo{}
@@ -138,6 +156,11 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 			w.add(real, false, "virtual environment of "+path)
 		}
 	}
+	stamps := map[string]bool{}
+	for _, d := range dirs {
+		stamps[d] = true
+	}
+	w.stamps = stamps
 	exe := loaded{path: path}
 	if real, ok := canonical(path); ok {
 		exe.real = real
@@ -146,7 +169,14 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 		}
 	}
 	w.scanPythonDirs(dirs, exe)
-	return &pythonInfo{needs: w.result()}, nil
+	info := &pythonInfo{needs: w.result()}
+	for d := range stamps {
+		if st, err := os.Stat(d); err == nil {
+			info.stamps = append(info.stamps, dirStamp{Path: d, Mtime: st.ModTime().UnixNano()})
+		}
+	}
+	slices.SortFunc(info.stamps, func(a, b dirStamp) int { return strings.Compare(a.Path, b.Path) })
+	return info, nil
 }
 
 // outermost sorts dirs and drops those inside another.
@@ -214,6 +244,9 @@ func (w *walker) scanPythonDirs(dirs []string, exe loaded) {
 					return nil
 				}
 				w.seen[p] = true
+				if w.stamps != nil {
+					w.stamps[filepath.Dir(p)] = true
+				}
 				mod := loaded{path: p, real: p, obj: obj}
 				top := exe
 				if top.obj == nil {
@@ -229,4 +262,68 @@ func (w *walker) scanPythonDirs(dirs []string, exe loaded) {
 // isSharedObject reports names like x.so, x.so.1, x.cpython-311-x86_64-linux-gnu.so.
 func isSharedObject(name string) bool {
 	return strings.HasSuffix(name, ".so") || strings.Contains(name, ".so.")
+}
+
+// diskEntry is a Python interpreter's answer as kept in the disk cache.
+type diskEntry struct {
+	Version int        `json:"version"`
+	Key     string     `json:"key"`
+	Needs   []Need     `json:"needs"`
+	Stamps  []dirStamp `json:"stamps"`
+}
+
+const diskVersion = 1
+
+func (k fileKey) String() string {
+	return fmt.Sprintf("%s|%d|%d|%d|%d", k.path, k.dev, k.ino, k.size, k.mtimeNsec)
+}
+
+func diskName(k fileKey) string {
+	sum := sha256.Sum256([]byte(k.String()))
+	return "needs-python-" + hex.EncodeToString(sum[:12]) + ".json"
+}
+
+// loadPythonInfo reads an interpreter's answer from the per-user disk cache, when
+// it is there for this version of the interpreter and none of the directories it
+// depends on changed since. Asking the interpreter and reading the headers of its
+// extension modules costs a short-lived host (one python-sb run) far more than the
+// program's own start-up.
+func loadPythonInfo(k fileKey) (*pythonInfo, bool) {
+	dir, err := diskcache.Dir()
+	if err != nil {
+		return nil, false
+	}
+	data, err := diskcache.Read(dir, diskName(k), 8<<20)
+	if err != nil {
+		return nil, false
+	}
+	var e diskEntry
+	if json.Unmarshal(data, &e) != nil || e.Version != diskVersion || e.Key != k.String() {
+		return nil, false
+	}
+	for _, s := range e.Stamps {
+		st, err := os.Stat(s.Path)
+		if err != nil || st.ModTime().UnixNano() != s.Mtime {
+			return nil, false
+		}
+	}
+	for _, n := range e.Needs {
+		if !filepath.IsAbs(n.Path) {
+			return nil, false
+		}
+	}
+	return &pythonInfo{needs: e.Needs, stamps: e.Stamps}, true
+}
+
+// storePythonInfo writes an interpreter's answer to the disk cache (best effort).
+func storePythonInfo(k fileKey, info *pythonInfo) {
+	dir, err := diskcache.Dir()
+	if err != nil {
+		return
+	}
+	data, err := json.Marshal(diskEntry{Version: diskVersion, Key: k.String(), Needs: info.needs, Stamps: info.stamps})
+	if err != nil {
+		return
+	}
+	_ = diskcache.Write(dir, diskName(k), data)
 }
