@@ -160,7 +160,7 @@ func (r *Resolver) Needs(ctx context.Context, path string) ([]Need, error) {
 
 // walker gathers the needs of one program.
 type walker struct {
-	stamps map[string]bool // while asking a Python interpreter: the directories its answer depends on
+	stamps  map[string]bool // while asking a Python interpreter: the directories its answer depends on
 	r       *Resolver
 	ctx     context.Context
 	seen    map[string]bool // ELF objects visited (canonical)
