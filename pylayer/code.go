@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
@@ -79,26 +78,24 @@ type codeBlob struct {
 	payload []byte
 }
 
-var codeCache sync.Map // interpreter key -> *codeBlob
-
 // guardCode returns the frame that carries the layer's modules to in: marshalled
 // code objects compiled once by an unconfined run of the same interpreter (cached
 // in memory and in the user's cache directory, keyed by the interpreter's version
 // and the sources' hash), or the sources themselves when that fails.
 func guardCode(ctx context.Context, in *Interpreter) *codeBlob {
+	in.code.Do(func() { in.codeBlob = makeGuardCode(ctx, in) })
+	return in.codeBlob
+}
+
+func makeGuardCode(ctx context.Context, in *Interpreter) *codeBlob {
 	srcs, hash := moduleSources()
 	key := in.Path + "|" + in.Info.Magic + "|" + in.Info.VersionS + "|" + hash
-	if v, ok := codeCache.Load(key); ok {
-		return v.(*codeBlob)
-	}
 	sum := sha256.Sum256([]byte(key))
 	name := "guard-" + in.Info.CacheTag + "-" + hex.EncodeToString(sum[:12]) + ".marshal"
 	dir, derr := diskcache.Dir()
 	if derr == nil {
 		if data, err := diskcache.Read(dir, name, 16<<20); err == nil && len(data) > 0 {
-			b := &codeBlob{kind: kindCode, payload: data}
-			codeCache.Store(key, b)
-			return b
+			return &codeBlob{kind: kindCode, payload: data}
 		}
 	}
 	srcMap := pyDict{}
@@ -130,7 +127,5 @@ func guardCode(ctx context.Context, in *Interpreter) *codeBlob {
 		// again at every start of another process.
 		return fallback
 	}
-	b := &codeBlob{kind: kindCode, payload: out}
-	codeCache.Store(key, b)
-	return b
+	return &codeBlob{kind: kindCode, payload: out}
 }

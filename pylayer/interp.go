@@ -33,6 +33,18 @@ type Interpreter struct {
 	Version [3]int
 	// Info holds what the interpreter told about itself.
 	Info InterpInfo
+
+	code     sync.Once // the layer's code for this interpreter, made once
+	codeBlob *codeBlob
+}
+
+// checkVersion refuses an interpreter older than min.
+func checkVersion(path string, v [3]int, min [2]int) error {
+	if v[0] < min[0] || v[0] == min[0] && v[1] < min[1] {
+		return fmt.Errorf("pylayer: %s is Python %d.%d.%d; the Python layer needs Python %d.%d or later (name another interpreter with %s or WithPython)",
+			path, v[0], v[1], v[2], min[0], min[1], EnvPython)
+	}
+	return nil
 }
 
 // InterpInfo is what the interpreter reports about itself, once per version of
@@ -71,8 +83,6 @@ print(json.dumps({"version": list(sys.version_info[:3]), "version_s": sys.versio
  "prefixes": sorted({real(x) for x in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix) if x}),
  "executable": sys.executable}))
 `
-
-var interpCache sync.Map // fileKey string -> *Interpreter
 
 // ResolveInterpreter finds the real interpreter: path when given, else the
 // environment variable PYSANDBOXES_PYTHON, else python3 on PATH. A script (a
@@ -123,19 +133,14 @@ func ResolveInterpreter(ctx context.Context, path string) (*Interpreter, error) 
 	if err != nil {
 		return nil, err
 	}
-	if v, ok := interpCache.Load(key); ok {
-		return v.(*Interpreter), nil
-	}
 	info, err := interpInfo(ctx, real, key)
 	if err != nil {
 		return nil, err
 	}
 	in := &Interpreter{Path: real, Version: info.Version, Info: *info}
-	if in.Version[0] < MinVersion[0] || in.Version[0] == MinVersion[0] && in.Version[1] < MinVersion[1] {
-		return nil, fmt.Errorf("pylayer: %s is Python %d.%d.%d; the Python layer needs Python %d.%d or later (name another interpreter with %s or WithPython)",
-			real, in.Version[0], in.Version[1], in.Version[2], MinVersion[0], MinVersion[1], EnvPython)
+	if err := checkVersion(real, in.Version, MinVersion); err != nil {
+		return nil, err
 	}
-	interpCache.Store(key, in)
 	return in, nil
 }
 
