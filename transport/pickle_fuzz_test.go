@@ -1,0 +1,102 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzOpts keeps each fuzz input's work small.
+var fuzzOpts = UnpickleOptions{MaxBytes: 1 << 20, MaxOps: 1 << 16, MaxMemo: 1 << 12, MaxDepth: 200,
+	MaxString: 1 << 16, MaxIntBytes: 1 << 12, MaxContainer: 1 << 14, MaxValues: 1 << 18}
+
+func addPickleSeeds(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "pickle", "*.pkl"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no seed pickles: %v", err)
+	}
+	for _, name := range files {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			f.Fatal(err)
+		}
+		if len(b) <= 1<<16 {
+			f.Add(b)
+		}
+	}
+	// Go's own pickles of generated values.
+	g := newValueGen(7)
+	for i := 0; i < 50; i++ {
+		v, _ := g.value(1)
+		if p, err := Pickle(v); err == nil && len(p) < 1<<14 {
+			f.Add(p)
+		}
+	}
+}
+
+// FuzzUnpickle: any input decodes or fails with an *UnpickleError, never panics
+// (the decoder's own recover is disabled here through a check of the error), within
+// the budgets; a data-only result re-encodes and decodes to the same value.
+func FuzzUnpickle(f *testing.F) {
+	addPickleSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, mode := range []Mode{DataOnly, Objects} {
+			opts := fuzzOpts
+			opts.Mode = mode
+			v, err := Unpickle(data, &opts)
+			if err != nil {
+				var ue *UnpickleError
+				if !errors.As(err, &ue) {
+					t.Fatalf("error %T is not an *UnpickleError: %v", err, err)
+				}
+				if strings.Contains(ue.Reason, "internal error") {
+					t.Fatalf("decoder panicked: %v", err)
+				}
+				for _, s := range []error{ErrBudget, ErrForbiddenOpcode, ErrForbiddenGlobal, ErrTruncated, ErrCycle, ErrMalformed} {
+					if errors.Is(err, s) {
+						return
+					}
+				}
+				t.Fatalf("error without a sentinel: %v", err)
+			}
+			if mode == Objects {
+				continue
+			}
+			p, err := Pickle(v)
+			if err != nil {
+				t.Fatalf("decoded %s but cannot re-encode it: %v", repr(v), err)
+			}
+			back, err := Unpickle(p, nil)
+			if err != nil {
+				t.Fatalf("re-encoded %s does not decode: %v", repr(v), err)
+			}
+			if a, b := repr(normalize(v, false)), repr(normalize(back, false)); a != b {
+				t.Fatalf("round trip differs: %s", reprDiff(a, b))
+			}
+		}
+	})
+}
+
+// FuzzPickleRoundTrip: generated values (from a fuzzed seed) survive Go's round trip.
+func FuzzPickleRoundTrip(f *testing.F) {
+	for i := uint64(0); i < 8; i++ {
+		f.Add(i)
+	}
+	f.Fuzz(func(t *testing.T, seed uint64) {
+		v, _ := newValueGen(seed).value(0)
+		p, err := Pickle(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := Unpickle(p, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a, b := repr(normalize(v, false)), repr(normalize(back, false)); a != b {
+			t.Fatal(fmt.Sprint("round trip differs: ", reprDiff(a, b)))
+		}
+	})
+}
