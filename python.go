@@ -214,24 +214,29 @@ func (r *pythonRun) prepare(c *Cmd) error {
 	c.ExtraFiles = append(c.ExtraFiles, sess.ChildFile())
 	c.Args = pylayer.Command(in, flags, fd)
 	if mode == pylayer.ModeLearn {
-		// Learning: the program sees the host's whole environment plus the
-		// policy's values, and its reads are recorded.
-		env := map[string]string{}
-		var order []string
-		for _, kv := range append(os.Environ(), s.policy.Environ()...) {
-			k, _, _ := strings.Cut(kv, "=")
-			if _, ok := env[k]; !ok {
-				order = append(order, k)
-			}
-			env[k] = kv
-		}
-		c.env = make([]string, 0, len(order))
-		for _, k := range order {
-			c.env = append(c.env, env[k])
-		}
+		c.env = learningEnv(s)
 	}
 	r.dir = c.Dir
 	return nil
+}
+
+// learningEnv is the environment of a learning run: the host's whole
+// environment plus the policy's values (the program's reads are recorded).
+func learningEnv(s *Sandbox) []string {
+	env := map[string]string{}
+	var order []string
+	for _, kv := range append(os.Environ(), s.policy.Environ()...) {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; !ok {
+			order = append(order, k)
+		}
+		env[k] = kv
+	}
+	out := make([]string, 0, len(order))
+	for _, k := range order {
+		out = append(out, env[k])
+	}
+	return out
 }
 
 func showPath(p, dir string) string {

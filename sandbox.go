@@ -16,6 +16,7 @@ type Sandbox struct {
 	reqs     []Requirement
 	accepted []Requirement
 	compiled any
+	calls    callState // partial mode: the workers of Call (worker.go)
 }
 
 type config struct {
@@ -27,6 +28,7 @@ type config struct {
 	require  Capability
 	helper   string
 	python   pythonConfig
+	call     callConfig
 }
 
 // Option configures a Sandbox.
@@ -80,6 +82,7 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 	if s.cfg.logger == nil {
 		s.cfg.logger = slog.Default()
 	}
+	s.cfg.call.defaults()
 	if err := s.cfg.applyLearning(p); err != nil {
 		return nil, err
 	}
@@ -139,6 +142,12 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 	default:
 		s.cfg.logger.Warn("accepted as not enforced by the OS layer", "provider", s.provider.Name(), "capabilities", unenforced.String())
 	}
+	if s.cfg.call.eager {
+		if err := s.StartWorkers(ctx); err != nil {
+			s.Close()
+			return nil, err
+		}
+	}
 	return s, nil
 }
 
@@ -158,5 +167,9 @@ func (s *Sandbox) Unenforced() []Requirement {
 }
 
 // Close releases the sandbox. Commands already started keep running until they
-// end; Close of a sandbox used only for commands does nothing else.
-func (s *Sandbox) Close() error { return nil }
+// end. The workers of Call are stopped: new calls fail with ErrSandboxClosed,
+// the calls in flight have the grace period (WithCloseGrace) to end, then
+// their workers are killed; every worker process is reaped before Close
+// returns, and in learning mode what the calls did is merged into the rule file
+// (see Learned). Close of a sandbox used only for commands does nothing else.
+func (s *Sandbox) Close() error { return s.closeCalls() }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/netip"
 	"os"
 	"strconv"
@@ -85,6 +86,12 @@ type Session struct {
 	protoErr error
 	done     chan struct{}
 	started  bool
+
+	// Partial mode (worker.go): frames of the kinds of the worker protocol go to
+	// onFrame, and the child's frames are bounded one by one (maxFrame) and per
+	// call by the worker, not in total (a worker lives for many calls).
+	onFrame  func(transport.Frame) error
+	maxFrame int
 }
 
 // NewSession prepares the channel and the frames for one program.
@@ -150,15 +157,16 @@ func (s *Session) Abort() {
 }
 
 type countingReader struct {
-	r io.Reader
-	n int64
+	r   io.Reader
+	n   int64
+	max int64
 }
 
 func (c *countingReader) Read(p []byte) (int, error) {
-	if c.n >= maxChildBytes {
-		return 0, fmt.Errorf("more than %d bytes sent on the channel", maxChildBytes)
+	if c.n >= c.max {
+		return 0, fmt.Errorf("more than %d bytes sent on the channel", c.max)
 	}
-	if rest := maxChildBytes - c.n; int64(len(p)) > rest {
+	if rest := c.max - c.n; int64(len(p)) > rest {
 		p = p[:rest]
 	}
 	n, err := c.r.Read(p)
@@ -168,8 +176,12 @@ func (c *countingReader) Read(p []byte) (int, error) {
 
 func (s *Session) serve(kill func(error)) {
 	defer close(s.done)
-	cr := &countingReader{r: s.host}
-	r := transport.NewReader(cr, maxChildFrame)
+	maxFrame, total := maxChildFrame, int64(maxChildBytes)
+	if s.onFrame != nil {
+		maxFrame, total = s.maxFrame, math.MaxInt64
+	}
+	cr := &countingReader{r: s.host, max: total}
+	r := transport.NewReader(cr, maxFrame)
 	for {
 		f, err := r.Read()
 		if err == nil {
@@ -218,6 +230,9 @@ func (s *Session) handle(f transport.Frame) error {
 		s.obs.add(o)
 		s.mu.Unlock()
 	default:
+		if s.onFrame != nil {
+			return s.onFrame(f)
+		}
 		return fmt.Errorf("unknown frame kind %d", f.Kind)
 	}
 	return nil

@@ -42,10 +42,16 @@ const (
 	kindCode   = 1  // host -> child: marshalled code objects of the layer
 	kindSource = 2  // host -> child: the layer's sources (no compiled form cached)
 	kindConfig = 3  // host -> child: the configuration (marshal)
+	kindCall   = 4  // host -> worker: one call (worker.go)
 	kindHello  = 16 // child -> host: the guard is armed
 	kindDenial = 17 // child -> host: one refusal (JSON)
 	kindLearn  = 18 // child -> host: learning observations (JSON)
 	kindFatal  = 19 // child -> host: the layer could not start (text)
+	kindReady  = 20 // worker -> host: ready for calls (JSON)
+	kindStdout = 21 // worker -> host: a call's output (id + text)
+	kindStderr = 22 // worker -> host: a call's error output (id + text)
+	kindResult = 23 // worker -> host: a call's result (id + pickle)
+	kindExc    = 24 // worker -> host: a call's exception (id + JSON descriptor)
 )
 
 // moduleNames are the layer's Python modules, by file name without .py.

@@ -83,6 +83,14 @@ def main(fd, modules, read):
     exec(modules['arm'], A)
     A['EXTRA_CODES'] = tuple(modules.values())
 
+    if kind == 'worker':
+        # Partial mode: the worker arms the guard itself (or not, without the
+        # Python layer) once its own imports are done, then serves calls.
+        W = {'__name__': 'pysandboxes._worker', '__builtins__': builtins}
+        exec(modules['worker'], W)
+        W['main'](fd, cfg, G, A, sb, builtins, _fatal, _trim)
+        raise SystemExit(0)
+
     # What running the target needs, imported before the guard is armed (the
     # layer's own imports are never charged to the profile).
     interactive = False
