@@ -1,4 +1,5 @@
-// Package cli implements the pysandboxes command line: check, run and probe.
+// Package cli implements the pysandboxes command line: check, run, probe and
+// call.
 package cli
 
 import (
@@ -41,6 +42,9 @@ Commands:
   check [FILE]                     validate a rule file (default: ./.py-sandboxes)
   run [OPTIONS] -- CMD [ARGS...]   run a command under a policy
   probe                            show which OS providers work here and what each enforces
+  call [OPTIONS] MODULE:FUNC [JSON-ARG ...]
+                                   call a Python function in a sandboxed worker, print
+                                   its result as JSON
 
 Run 'pysandboxes <command> -h' for the options of a command.
 `
@@ -58,6 +62,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return run(ctx, args[1:], env)
 	case "probe":
 		return probe(ctx, args[1:], env)
+	case "call":
+		return call(ctx, args[1:], env)
 	case "-h", "--help", "help":
 		fmt.Fprint(env.Stdout, usage)
 		return ExitOK
