@@ -253,10 +253,12 @@ func callFailure(env *Env, err error) int {
 	var re *pysandboxes.RemoteError
 	var we *pysandboxes.WorkerError
 	if errors.As(err, &re) && !errors.As(err, &we) {
+		// The remote traceback ends with the exception line.
 		if tb := strings.TrimRight(re.Traceback, "\n"); tb != "" {
 			fmt.Fprintln(env.Stderr, tb)
+		} else {
+			fmt.Fprintf(env.Stderr, "%s: %s\n", re.Class(), re.Message)
 		}
-		fmt.Fprintf(env.Stderr, "%s: %s\n", re.Class(), re.Message)
 		for _, d := range re.Denials {
 			rule := d.Rule
 			switch {
