@@ -5,6 +5,7 @@
 //
 //	go run ./bench                 # /bin/true, 200 runs per configuration
 //	go run ./bench -n 500 -payload '/usr/bin/python3 -c pass'
+//	go run ./bench -call           # partial mode: Sandbox.Call round trips
 //
 // The configurations are interleaved run by run, so that noise on the machine hits
 // them alike. Record the output in bench/RESULTS.md with the date and the machine.
@@ -41,7 +42,19 @@ func main() {
 	payload := flag.String("payload", "/bin/true", "the program to start, with its arguments")
 	only := flag.String("only", "", "comma-separated configuration names to run (default: all)")
 	python := flag.String("python", "", "also compare `python3 -c pass` run bare with python-sb-style runs (Sandbox.Python) through each provider, with this interpreter (e.g. /usr/bin/python3)")
+	call := flag.Bool("call", false, "measure partial mode instead: Sandbox.Call of a no-op function under each provider, with the interpreter of -python (default /usr/bin/python3)")
 	flag.Parse()
+	if *call {
+		py := *python
+		if py == "" {
+			py = "/usr/bin/python3"
+		}
+		if err := callBench(context.Background(), py, *n*10); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	argv := strings.Fields(*payload)
 	if len(argv) == 0 {
 		fmt.Fprintln(os.Stderr, "bench: empty -payload")
