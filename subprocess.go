@@ -2,6 +2,7 @@ package pysandboxes
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"syscall"
@@ -37,19 +38,42 @@ func (subprocessProvider) Prepare(_ context.Context, req *Request) (*Launch, err
 // with the program, the context or the host. Providers that confine the program
 // from inside its own process (such as landlock) add their stages.
 func SupervisedLaunch(req *Request, stages []supervise.Stage) (*Launch, error) {
+	return SupervisedNamespaces(req, stages, nil, nil)
+}
+
+// SupervisedNamespaces is SupervisedLaunch for the providers that confine with
+// namespaces: when ns is not nil the supervisor runs in the new namespaces it
+// describes and builds the sandbox's root (see supervise.Namespaces). With
+// ns.Wait, ready runs once the namespaces exist and before the program starts,
+// with the supervisor's pid (its /proc/<pid>/ns/* are the sandbox's): the program
+// starts only if it returns nil, and the release function it returns (may be
+// nil) runs at Cleanup, after the program's whole tree is gone.
+func SupervisedNamespaces(req *Request, stages []supervise.Stage, ns *supervise.Namespaces,
+	ready func(ctx context.Context, supervisor int) (release func() error, err error)) (*Launch, error) {
 	spec := supervise.Spec{
-		Path:    req.Path,
-		Args:    req.Args,
-		Rlimits: req.Limits.rlimits(),
-		Stages:  stages,
+		Path:       req.Path,
+		Args:       req.Args,
+		Rlimits:    req.Limits.rlimits(),
+		Stages:     stages,
+		Namespaces: ns,
 	}
 	cmd, h, err := supervise.Command(spec, req.Helper, req.Env, req.Dir, req.ExtraFiles)
 	if err != nil {
 		return nil, err
 	}
+	var release func() error
 	return &Launch{
-		Cmd:   cmd,
-		Start: func(ctx context.Context) (int, error) { return h.Start(ctx, cmd) },
+		Cmd: cmd,
+		Start: func(ctx context.Context) (int, error) {
+			if ready == nil {
+				return h.Start(ctx, cmd)
+			}
+			return h.StartReady(ctx, cmd, func(ctx context.Context, supervisor int) error {
+				var err error
+				release, err = ready(ctx, supervisor)
+				return err
+			})
+		},
 		Terminate: func() error {
 			if cmd.Process == nil {
 				return os.ErrProcessDone
@@ -63,8 +87,14 @@ func SupervisedLaunch(req *Request, stages []supervise.Stage) (*Launch, error) {
 			}
 			return cmd.Process.Signal(sig)
 		},
-		Status:  h.Status,
-		Cleanup: h.Close,
+		Status: h.Status,
+		Cleanup: func() error {
+			err := h.Close()
+			if release != nil {
+				err = errors.Join(release(), err)
+			}
+			return err
+		},
 	}, nil
 }
 

@@ -134,6 +134,7 @@ func (w *walker) elfProgram(path, real string) error {
 	if exe.interp != "" {
 		if ir, ok := canonical(exe.interp); ok {
 			w.add(ir, false, "ELF loader of "+path)
+			w.alias(ir, exe.interp)
 		}
 	}
 	if c, ok := canonical(ldSoCache); ok {
@@ -175,6 +176,7 @@ func (w *walker) libraries(start, exe loaded) error {
 		for _, name := range cur.obj.needed {
 			for _, found := range w.findLibrary(name, cur, exe) {
 				if w.seen[found.real] {
+					w.alias(found.real, found.path)
 					continue
 				}
 				w.seen[found.real] = true
@@ -183,6 +185,7 @@ func (w *walker) libraries(start, exe loaded) error {
 					return nil // bounded: what was found so far is granted
 				}
 				w.add(found.real, false, "library "+name+" of "+cur.path)
+				w.alias(found.real, found.path)
 				obj, err := readELF(found.real)
 				if err != nil {
 					continue

@@ -42,6 +42,12 @@ type Need struct {
 	Dir bool
 	// Why says what needs it, in a few words ("ELF loader of /usr/bin/python3.11").
 	Why string
+	// Aliases are other absolute paths that the program (or its loader) opens
+	// this file by, each reaching Path through symbolic links: the program's path
+	// as given, the ELF interpreter's path, a library's path as the loader finds
+	// it, a "#!" interpreter's path. A sandbox that builds a file tree (rather
+	// than granting paths) recreates the links on the way. Sorted.
+	Aliases []string `json:",omitempty"`
 }
 
 func (n Need) String() string {
@@ -171,6 +177,8 @@ type walker struct {
 func (w *walker) result() []Need {
 	out := make([]Need, 0, len(w.out))
 	for _, n := range w.out {
+		slices.Sort(n.Aliases)
+		n.Aliases = slices.Compact(n.Aliases)
 		out = append(out, n)
 	}
 	slices.SortFunc(out, func(a, b Need) int { return strings.Compare(a.Path, b.Path) })
@@ -189,6 +197,21 @@ func (w *walker) add(path string, dir bool, why string) {
 	w.out[path] = Need{Path: path, Dir: dir, Why: why}
 }
 
+// alias records that the program reaches the need path (added already) by the
+// absolute path alias too.
+func (w *walker) alias(path, alias string) {
+	n, ok := w.out[path]
+	if !ok || alias == path || !filepath.IsAbs(alias) {
+		return
+	}
+	alias = filepath.Clean(alias)
+	if alias == path || slices.Contains(n.Aliases, alias) {
+		return
+	}
+	n.Aliases = append(n.Aliases, alias)
+	w.out[path] = n
+}
+
 // program adds an executable file: an ELF binary, a script or anything else the
 // kernel can run.
 func (w *walker) program(path, why string, depth int) error {
@@ -205,6 +228,7 @@ func (w *walker) program(path, why string, depth int) error {
 		return &fs.PathError{Op: "exec", Path: path, Err: syscall.EACCES}
 	}
 	w.add(real, false, why)
+	w.alias(real, path)
 	head, err := readHead(real)
 	if err != nil {
 		return err

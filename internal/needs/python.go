@@ -96,6 +96,9 @@ func (w *walker) python(path string) error {
 	}
 	for _, n := range info.needs {
 		w.add(n.Path, n.Dir, n.Why)
+		for _, a := range n.Aliases {
+			w.alias(n.Path, a)
+		}
 	}
 	return nil
 }
@@ -272,7 +275,8 @@ type diskEntry struct {
 	Stamps  []dirStamp `json:"stamps"`
 }
 
-const diskVersion = 1
+// diskVersion 2: needs carry their aliases.
+const diskVersion = 2
 
 func (k fileKey) String() string {
 	return fmt.Sprintf("%s|%d|%d|%d|%d", k.path, k.dev, k.ino, k.size, k.mtimeNsec)

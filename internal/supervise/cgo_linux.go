@@ -13,6 +13,7 @@ extern const int pysb_max_rlimits;
 extern const int pysb_max_extra;
 extern const int pysb_max_bpf_insns;
 extern const int pysb_max_records;
+extern const int pysb_max_root_ops;
 
 int pysb_parse_check(char *buf, size_t size, char *err, size_t errsize);
 
@@ -45,6 +46,7 @@ func cConstants() map[string]any {
 		"maxExtra":    int(C.pysb_max_extra),
 		"maxBPFInsns": int(C.pysb_max_bpf_insns),
 		"maxRecords":  int(C.pysb_max_records),
+		"maxRootOps":  int(C.pysb_max_root_ops),
 	}
 }
 

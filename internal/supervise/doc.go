@@ -40,6 +40,8 @@
 // same malformed specs with the same messages, apply the same stages with the same
 // error messages, and report the same lines on the status pipe:
 //
+//	N                    namespaces and root ready, waiting for the go-ahead
+//	                     (Namespaces.Wait only)
 //	S <pid>              the program runs
 //	E <errno> <message>  it could not be started (errno 0 when a stage or the spec
 //	                     failed: a sandbox that cannot be set up is never taken for
@@ -50,6 +52,25 @@
 // The supervisor's own environment is empty: the program's environment travels in
 // the spec, so that its LD_PRELOAD and the like never reach the (unconfined)
 // supervisor. The tests run every check against both supervisors.
+//
+// # Namespaces
+//
+// A spec with Namespaces (namespaces.go) runs the supervisor itself in new user,
+// mount, pid, network, IPC, UTS and cgroup namespaces (the host's exec clones it
+// there and writes its id maps): it is pid 1 of the pid namespace, so the kernel
+// kills every process of the sandbox when it ends, and it builds the sandbox's
+// root (a tmpfs holding bind mounts of host paths, masks, a new /proc...) from the
+// spec's operations with the new mount API, pivots into it and seals it read-only
+// before it starts the program. Its parent's pid is invisible from there, so a
+// "lifeline" pipe (whose write end only the host holds) replaces the getppid
+// checks: its end means the host died. With Namespaces.Wait the supervisor
+// reports "N" once everything is ready and waits for a go-ahead byte on the
+// lifeline (Handle.StartReady runs the caller's function in between: the network
+// filter of the namespace providers). The "S" report then carries the program's
+// pid as the host sees it (read from the host's /proc, kept open for that), and
+// the tree is killed with kill(-1). The C supervisor ignores the signals that
+// processes of the sandbox send it (only the host, from outside the pid
+// namespace, may ask it to stop).
 //
 // The host side is Command, which returns an *exec.Cmd for the supervisor and a
 // Handle that reads its reports.

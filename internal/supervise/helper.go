@@ -104,6 +104,8 @@ type helper struct {
 	spec       *wireSpec
 	status     *os.File
 	pid        int  // the program
+	hostPID    int  // the program's pid in the host (namespaces only)
+	hostproc   int  // the host's /proc (namespaces only)
 	restricted bool // a stage touched the starting thread
 }
 
@@ -127,8 +129,10 @@ func (h *helper) fail(err error) int {
 func (h *helper) run() int {
 	// Nothing but 0, 1, 2 and the extra files may reach the program.
 	_ = unix.CloseRange(uint(3+h.spec.extra), math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
-	// The host may have died before the parent-death signal was armed.
-	if os.Getppid() != h.spec.hostPID {
+	ns := h.spec.ns
+	// The host may have died before the parent-death signal was armed (in a pid
+	// namespace the lifeline tells: the parent's pid is not visible).
+	if ns != nil && hostGone(ns.lifeline) || ns == nil && os.Getppid() != h.spec.hostPID {
 		return h.fail(errors.New("the host process is gone"))
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
@@ -136,6 +140,27 @@ func (h *helper) run() int {
 	}
 	sigs := make(chan os.Signal, 16)
 	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
+	if ns != nil {
+		hostproc, err := setupNS(ns)
+		if err != nil {
+			return h.fail(err)
+		}
+		h.hostproc = hostproc
+		if ns.flags&nsWait != 0 {
+			h.report("N")
+			var go1 [1]byte
+			n, err := unix.Read(ns.lifeline, go1[:])
+			for err == unix.EINTR {
+				n, err = unix.Read(ns.lifeline, go1[:])
+			}
+			if n == 0 && err == nil {
+				return exitHelperFailure // the host gave up (or died): nobody to tell
+			}
+			if err != nil || go1[0] != 'G' {
+				return h.fail(errors.New("bad go-ahead from the host"))
+			}
+		}
+	}
 
 	files := make([]uintptr, 3+h.spec.extra)
 	for i := range files {
@@ -146,7 +171,12 @@ func (h *helper) run() int {
 		return h.fail(err)
 	}
 	h.pid = pid
-	h.report("S %d", h.pid)
+	if ns != nil {
+		unix.Close(h.hostproc)
+		h.report("S %d", h.hostPID)
+	} else {
+		h.report("S %d", h.pid)
+	}
 
 	exited := make(chan syscall.WaitStatus, 1)
 	gone := make(chan struct{})
@@ -161,7 +191,7 @@ func (h *helper) run() int {
 		case s := <-sigs:
 			switch s {
 			case SignalHostDied:
-				if os.Getppid() == h.spec.hostPID {
+				if ns != nil && !hostGone(ns.lifeline) || ns == nil && os.Getppid() == h.spec.hostPID {
 					continue // a host thread ended, not the host
 				}
 				h.killTree(gone)
@@ -249,6 +279,15 @@ func (h *helper) confineAndStart(files []uintptr) (int, error) {
 	})
 	if err != nil {
 		return 0, &os.PathError{Op: "fork/exec", Path: h.spec.path, Err: err}
+	}
+	if h.spec.ns != nil {
+		// On the thread that forked it: its children in the host's /proc.
+		if h.hostPID, err = hostPidOfChild(h.hostproc); err != nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			_, _ = syscall.Wait4(pid, &ws, unix.WALL, nil)
+			return 0, err
+		}
 	}
 	if stop {
 		if err := h.limit(pid); err != nil {

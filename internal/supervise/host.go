@@ -75,8 +75,32 @@ func command(spec Spec, helper string, env []string, dir string, extra []*os.Fil
 			Pdeathsig: SignalHostDied,
 		},
 	}
-	return cmd, &Handle{r: r, w: w, spec: sf, br: bufio.NewReader(r), path: spec.Path}, nil
+	h := &Handle{r: r, w: w, spec: sf, br: bufio.NewReader(r), path: spec.Path}
+	if ns := spec.Namespaces; ns != nil {
+		// The lifeline: the supervisor reads the go-ahead from it, and its end
+		// tells it that the host died (its parent's pid is invisible from its pid
+		// namespace).
+		lr, lw, err := os.Pipe()
+		if err != nil {
+			h.Close()
+			return nil, nil, fmt.Errorf("supervise: lifeline pipe: %w", err)
+		}
+		h.lifeR, h.lifeW, h.wait = lr, lw, ns.Wait
+		cmd.ExtraFiles = append(cmd.ExtraFiles, lr)
+		cmd.SysProcAttr.Cloneflags = CloneFlags
+		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.UID, Size: 1}}
+		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.GID, Size: 1}}
+		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+		// The working directory is the program's, in the new root (OpChdir): the
+		// supervisor starts where the host is.
+		cmd.Dir = ""
+	}
+	return cmd, h, nil
 }
+
+// CloneFlags are the namespaces a supervisor of a spec with Namespaces runs in.
+const CloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
+	syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
 
 // specFile returns a memfd holding wire.
 func specFile(wire []byte) (*os.File, error) {
@@ -127,12 +151,26 @@ type Handle struct {
 	br   *bufio.Reader
 	path string
 	pid  int
+	// With namespaces: the lifeline's ends (the host keeps the write end until
+	// Close), and whether the supervisor waits for the go-ahead.
+	lifeR, lifeW *os.File
+	wait         bool
 }
 
 // Start starts the supervisor command and waits until it reports that the program
 // runs (returning the program's pid) or could not be started (returning that
 // error). The wait is bounded by ctx.
 func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
+	return h.StartReady(ctx, cmd, nil)
+}
+
+// StartReady is Start for a spec whose Namespaces wait for the go-ahead: once
+// the supervisor reports that the namespaces and the sandbox's root are ready, it
+// calls ready with the supervisor's pid (/proc/<pid>/ns/* are the sandbox's
+// namespaces), and lets the program start only when ready returns nil. An error
+// of ready is returned, and the program never starts (the supervisor exits when
+// the caller kills it or closes the Handle). ready may be nil.
+func (h *Handle) StartReady(ctx context.Context, cmd *exec.Cmd, ready func(ctx context.Context, supervisor int) error) (int, error) {
 	// The parent-death signal fires when the thread that forked the supervisor
 	// exits: fork from a locked thread that goes back to the pool afterwards (the
 	// runtime keeps pool threads alive), and let the supervisor ignore a signal
@@ -142,10 +180,45 @@ func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
 	runtime.UnlockOSThread()
 	h.w.Close()
 	h.spec.Close()
+	if h.lifeR != nil {
+		h.lifeR.Close()
+	}
 	if err != nil {
 		h.r.Close()
 		return 0, err
 	}
+	if h.wait {
+		line, err := h.report(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if line != "N\n" {
+			if err := h.parseStart(line); err != nil {
+				return 0, err
+			}
+			return 0, &HelperError{Msg: "the supervisor started the program without the go-ahead"}
+		}
+		if ready != nil {
+			if err := ready(ctx, cmd.Process.Pid); err != nil {
+				return 0, err
+			}
+		}
+		if _, err := h.lifeW.Write([]byte{'G'}); err != nil {
+			return 0, &HelperError{Msg: "cannot let the program start", Err: err}
+		}
+	}
+	line, err := h.report(ctx)
+	if err != nil {
+		return 0, err
+	}
+	if err := h.parseStart(line); err != nil {
+		return 0, err
+	}
+	return h.pid, nil
+}
+
+// report reads one report line, bounded by ctx.
+func (h *Handle) report(ctx context.Context) (string, error) {
 	stop := context.AfterFunc(ctx, func() { h.r.SetReadDeadline(time.Now()) })
 	line, rerr := h.br.ReadString('\n')
 	if !stop() {
@@ -153,23 +226,29 @@ func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
 	}
 	h.r.SetReadDeadline(time.Time{})
 	if rerr != nil {
-		return 0, &HelperError{Msg: "the supervisor did not report a start", Err: rerr}
+		return "", &HelperError{Msg: "the supervisor did not report a start", Err: rerr}
 	}
+	return line, nil
+}
+
+// parseStart reads a start report: it sets the program's pid (and returns nil)
+// for "S", and returns the error of any other.
+func (h *Handle) parseStart(line string) error {
 	kind, rest, _ := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
 	switch kind {
 	case "S":
 		pid, err := strconv.Atoi(rest)
-		if err != nil {
-			return 0, &HelperError{Msg: "bad start report " + strconv.Quote(line)}
+		if err != nil || pid <= 0 {
+			return &HelperError{Msg: "bad start report " + strconv.Quote(line)}
 		}
 		h.pid = pid
-		return pid, nil
+		return nil
 	case "E":
 		num, msg, _ := strings.Cut(rest, " ")
 		n, _ := strconv.Atoi(num)
-		return 0, &StartError{Path: h.path, Msg: msg, Errno: syscall.Errno(n)}
+		return &StartError{Path: h.path, Msg: msg, Errno: syscall.Errno(n)}
 	}
-	return 0, &HelperError{Msg: "bad report " + strconv.Quote(line)}
+	return &HelperError{Msg: "bad report " + strconv.Quote(line)}
 }
 
 // Pid returns the program's pid (0 before Start succeeded).
@@ -195,6 +274,10 @@ func (h *Handle) Close() error {
 	h.w.Close()
 	h.spec.Close()
 	h.r.Close()
+	if h.lifeR != nil {
+		h.lifeR.Close()
+		h.lifeW.Close()
+	}
 	return nil
 }
 

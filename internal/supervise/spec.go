@@ -15,8 +15,8 @@ const (
 	markerGo = "pysandboxes-supervisor-go"
 	// version is argv[1]: a host and a helper binary of different protocol versions
 	// refuse to work together. v2: the spec is the wire format of wire.go, read
-	// from a descriptor.
-	version = "v2"
+	// from a descriptor. v3: namespaces (the U, M, T, F and D records).
+	version = "v3"
 
 	// SignalHostDied is the parent-death signal of the supervisor.
 	SignalHostDied = syscall.Signal(40)
@@ -45,6 +45,9 @@ type Spec struct {
 	// Stages are applied in order to the thread that starts the program (see the
 	// Stage kinds).
 	Stages []Stage `json:"stages,omitempty"`
+	// Namespaces, when not nil, runs the supervisor and the program in new
+	// namespaces under a root of their own (see Namespaces).
+	Namespaces *Namespaces `json:"ns,omitempty"`
 
 	// Filled in by Command (StatusFD is 3 + ExtraFiles; the spec itself is read
 	// from the next descriptor).

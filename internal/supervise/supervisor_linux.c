@@ -35,7 +35,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <poll.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -50,7 +55,7 @@
  * they equal spec.go's and wire.go's).
  */
 __attribute__((used)) const char pysb_marker[] = "pysandboxes-supervisor";
-__attribute__((used)) const char pysb_version[] = "v2";
+__attribute__((used)) const char pysb_version[] = "v3";
 __attribute__((used)) const int pysb_sig_host_died = 40;
 __attribute__((used)) const int pysb_sig_terminate = 41;
 __attribute__((used)) const unsigned long pysb_max_spec = 8ul << 20;
@@ -59,6 +64,7 @@ __attribute__((used)) const int pysb_max_rlimits = 64;
 __attribute__((used)) const int pysb_max_extra = 1 << 16;
 __attribute__((used)) const int pysb_max_bpf_insns = 4096;
 __attribute__((used)) const int pysb_max_records = 1 << 20;
+__attribute__((used)) const int pysb_max_root_ops = 1 << 16;
 
 #define EXIT_FAIL 127
 #define MSG_MAX 8192
@@ -88,6 +94,56 @@ __attribute__((used)) const int pysb_max_records = 1 << 20;
 #ifndef PR_CAP_AMBIENT_CLEAR_ALL
 #define PR_CAP_AMBIENT_CLEAR_ALL 4
 #endif
+
+/* The new mount API (linux/mount.h). */
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef SYS_fsopen
+#define SYS_fsopen 430
+#endif
+#ifndef SYS_fsconfig
+#define SYS_fsconfig 431
+#endif
+#ifndef SYS_fsmount
+#define SYS_fsmount 432
+#endif
+#ifndef SYS_mount_setattr
+#define SYS_mount_setattr 442
+#endif
+#define PYSB_OPEN_TREE_CLONE 1
+#define PYSB_OPEN_TREE_CLOEXEC O_CLOEXEC
+#define PYSB_AT_RECURSIVE 0x8000
+#define PYSB_MOVE_MOUNT_F_EMPTY_PATH 0x04
+#define PYSB_MOVE_MOUNT_T_EMPTY_PATH 0x40
+#define PYSB_FSOPEN_CLOEXEC 1
+#define PYSB_FSMOUNT_CLOEXEC 1
+#define PYSB_FSCONFIG_SET_STRING 1
+#define PYSB_FSCONFIG_CMD_CREATE 6
+#define PYSB_MOUNT_ATTR_RDONLY 0x1ull
+#define PYSB_MOUNT_ATTR_NOSUID 0x2ull
+#define PYSB_MOUNT_ATTR_NODEV 0x4ull
+#define PYSB_MOUNT_ATTR_NOEXEC 0x8ull
+struct pysb_mount_attr {
+	uint64_t attr_set, attr_clr, propagation, userns_fd;
+};
+
+/* Namespaces (namespaces.go): the U record's flags, the root operations and
+ * their flags. */
+#define NS_WAIT 1
+#define NS_LOOPBACK 2
+#define NS_FLAGS 3
+enum { OP_DIR = 1, OP_SYMLINK, OP_BIND, OP_TMPFS, OP_PROC, OP_FILE, OP_MASK, OP_CHDIR, OP_SEAL };
+#define RF_RDONLY 1
+#define RF_DEVICES 2
+#define RF_OPTIONAL 4
+#define RF_FILE 8
+#define RF_OVER 16
+#define RF_NOEXEC 32
+#define RF_MASK 63
 
 /* linux/openat2.h */
 struct pysb_open_how {
@@ -157,6 +213,14 @@ static struct {
 
 	struct rec *recs; /* the records */
 	size_t nrecs;
+
+	/* Namespaces (the U record): the supervisor is pid 1 of its namespaces. */
+	int ns;
+	uint64_t ns_flags;
+	int lifeline;             /* the pipe only the host writes to */
+	size_t ns_first, ns_end;  /* the root operations: recs[ns_first:ns_end] */
+	int hostproc;             /* the host's /proc (O_PATH), to tell the program's host pid */
+	pid_t prog_host;          /* the program's pid in the host (written by the child) */
 	pid_t self_pid; /* the supervisor */
 	pid_t prog;     /* the program */
 	int prog_done, prog_status;
@@ -281,12 +345,19 @@ static const char *schema(char t) {
 	case 'S':
 	case 'p':
 	case 'o':
+	case 'T':
+	case 'F':
 		return "s";
 	case 'R':
 	case 'N':
 		return "nnn";
 	case 'L':
+	case 'M':
 		return "nnnn";
+	case 'U':
+		return "nn";
+	case 'D':
+		return "x";
 	case 'G':
 		return "ns";
 	case 'B':
@@ -448,6 +519,48 @@ static int parse(char *buf, size_t size) {
 		spec.rl[spec.nrl].cur = spec.recs[i].n[1];
 		spec.rl[spec.nrl].max = spec.recs[i].n[2] > spec.recs[i].n[1] ? spec.recs[i].n[2] : spec.recs[i].n[1];
 		spec.nrl++;
+	}
+
+	if (AT('U')) {
+		if ((spec.recs[i].n[0] & ~(uint64_t)NS_FLAGS) != 0 || spec.recs[i].n[1] > INT_MAX)
+			return bad("line %d: number out of range", LINE);
+		spec.ns = 1;
+		spec.ns_flags = spec.recs[i].n[0];
+		spec.lifeline = (int)spec.recs[i].n[1];
+		i++;
+		spec.ns_first = i;
+		int nops = 0;
+		while (AT('M')) {
+			if (nops == pysb_max_root_ops)
+				return bad("line %d: more than %d root operations", LINE, pysb_max_root_ops);
+			nops++;
+			const struct rec *m = &spec.recs[i];
+			if (m->n[0] < OP_DIR || m->n[0] > OP_SEAL)
+				return bad("line %d: unknown root operation", LINE);
+			if (m->n[1] > 07777 || (m->n[2] & ~(uint64_t)RF_MASK) != 0)
+				return bad("line %d: number out of range", LINE);
+			uint64_t op = m->n[0];
+			i++;
+			if (!AT('T'))
+				return bad("line %d: expected the path record T", LINE);
+			if (spec.recs[i].s[0] != '/')
+				return bad("line %d: not an absolute path", LINE);
+			i++;
+			if (op == OP_BIND || op == OP_SYMLINK) {
+				if (!AT('F'))
+					return bad("line %d: expected the source record F", LINE);
+				if (op == OP_BIND && spec.recs[i].s[0] != '/')
+					return bad("line %d: not an absolute path", LINE);
+				if (spec.recs[i].s[0] == '\0')
+					return bad("line %d: empty symbolic link target", LINE);
+				i++;
+			} else if (op == OP_FILE) {
+				if (!AT('D'))
+					return bad("line %d: expected the data record D", LINE);
+				i++;
+			}
+		}
+		spec.ns_end = i;
 	}
 
 	while (AT('S')) {
@@ -727,6 +840,19 @@ static int child_main(void *arg) {
 		child_sysfail();
 	if (getppid() != spec.self_pid)
 		_exit(EXIT_FAIL); /* the supervisor is gone: nobody reads the report */
+	if (spec.ns) {
+		/* The program's pid as the host sees it: the host's procfs names it. The
+		 * supervisor reads it once this child has executed the program (CLONE_VM:
+		 * the variable is shared, and the supervisor is suspended meanwhile). */
+		char self[32];
+		ssize_t n = readlinkat(spec.hostproc, "self", self, sizeof self - 1);
+		long v = 0;
+		for (ssize_t k = 0; k < n && self[k] >= '0' && self[k] <= '9' && v < INT_MAX / 10; k++)
+			v = v * 10 + (self[k] - '0');
+		if (n <= 0 || v <= 0)
+			child_fail(0, "cannot tell the program's pid in the host: %s", n < 0 ? E(errno) : "bad /proc/self");
+		spec.prog_host = (pid_t)v;
+	}
 	/* The program receives exactly 0, 1, 2 and the caller's extra files (every
 	 * descriptor from 3 + extra up is close-on-exec). */
 	for (int fd = 0; fd < 3 + spec.extra; fd++)
@@ -778,6 +904,475 @@ static int child_main(void *arg) {
 }
 
 #undef E
+
+/* ---- namespaces: the sandbox's root (see namespaces.go) ---- */
+
+static int ns_root = -1;          /* the new root, an O_PATH descriptor */
+static const char *ns_cwd;        /* the program's working directory in the new root */
+static char ns_path[PATH_MAX * 2]; /* scratch: a parent path */
+static char ns_err[128];
+
+#define NE() errstr_into(errno, ns_err, sizeof ns_err)
+#define ROOT_FAIL(fmt, ...) (failf(0, "cannot build the sandbox's root: " fmt, ##__VA_ARGS__), -1)
+
+/* at_root opens path (absolute, in the new root) from the new root, following no
+ * symbolic link and never leaving it. */
+static int at_root(const char *path, int flags) {
+	const char *rel = path + 1;
+	if (*rel == '\0')
+		rel = ".";
+	struct pysb_open_how how = {
+	    .flags = (uint64_t)(O_PATH | O_CLOEXEC | flags),
+	    .resolve = PYSB_RESOLVE_BENEATH | PYSB_RESOLVE_NO_SYMLINKS | PYSB_RESOLVE_NO_MAGICLINKS,
+	};
+	return (int)syscall(SYS_openat2, ns_root, rel, &how, sizeof how);
+}
+
+/* at_parent opens the parent directory of path in the new root and returns its
+ * descriptor, and the base name in *base. */
+static int at_parent(const char *path, const char **base) {
+	const char *slash = strrchr(path, '/');
+	size_t n = (size_t)(slash - path);
+	if (n >= sizeof ns_path)
+		n = sizeof ns_path - 1;
+	memcpy(ns_path, path, n);
+	ns_path[n] = '\0';
+	*base = slash + 1;
+	if (n == 0)
+		return at_root("/", O_DIRECTORY);
+	return at_root(ns_path, O_DIRECTORY);
+}
+
+/* host_open opens a host path (absolute) following no symbolic link. */
+static int host_open(const char *path) {
+	struct pysb_open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = PYSB_RESOLVE_NO_SYMLINKS | PYSB_RESOLVE_NO_MAGICLINKS,
+	};
+	return (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how);
+}
+
+/* ensure makes path (a directory, or an empty file when file is set) unless it
+ * exists; it returns an O_PATH descriptor of it, or -1 (the error reported). */
+static int ensure(const char *path, int file, unsigned mode) {
+	int fd = at_root(path, 0);
+	if (fd >= 0 || errno != ENOENT) {
+		if (fd < 0)
+			return ROOT_FAIL("open %s: %s", path, NE());
+		return fd;
+	}
+	const char *base;
+	int parent = at_parent(path, &base);
+	if (parent < 0)
+		return ROOT_FAIL("open the parent of %s: %s", path, NE());
+	/* O_PATH descriptors cannot make entries: reopen the parent as a directory. */
+	int dir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	close(parent);
+	if (dir < 0)
+		return ROOT_FAIL("open the parent of %s: %s", path, NE());
+	int r;
+	if (file) {
+		r = openat(dir, base, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, mode);
+		if (r >= 0)
+			close(r);
+	} else {
+		r = mkdirat(dir, base, mode);
+	}
+	int e = errno;
+	close(dir);
+	if (r < 0 && e != EEXIST)
+		return ROOT_FAIL("make %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
+	fd = at_root(path, 0);
+	if (fd < 0)
+		return ROOT_FAIL("open %s: %s", path, NE());
+	return fd;
+}
+
+/* attach moves the detached mount tree of mnt onto path (made when missing), with
+ * the attributes attr set on the whole tree first (none when attr is 0). */
+static int attach(int mnt, const char *path, int file, uint64_t attr, const char *what) {
+	if (attr != 0) {
+		struct pysb_mount_attr a = {.attr_set = attr};
+		if (syscall(SYS_mount_setattr, mnt, "", AT_EMPTY_PATH | PYSB_AT_RECURSIVE, &a, sizeof a) < 0)
+			return ROOT_FAIL("%s on %s: mount_setattr: %s", what, path, NE());
+	}
+	int t = ensure(path, file, file ? 0 : 0755);
+	if (t < 0)
+		return -1;
+	long r = syscall(SYS_move_mount, mnt, "", t, "", PYSB_MOVE_MOUNT_F_EMPTY_PATH | PYSB_MOVE_MOUNT_T_EMPTY_PATH);
+	close(t);
+	if (r < 0)
+		return ROOT_FAIL("%s on %s: move_mount: %s", what, path, NE());
+	return 0;
+}
+
+/* new_fs makes a detached mount of a new file system (tmpfs or proc). */
+static int new_fs(const char *type, unsigned mode, uint64_t size, uint64_t attr, const char *path) {
+	int fs = (int)syscall(SYS_fsopen, type, PYSB_FSOPEN_CLOEXEC);
+	if (fs < 0)
+		return ROOT_FAIL("%s on %s: fsopen: %s", type, path, NE());
+	char v[32];
+	const char *step = "fsconfig";
+	long r = 0;
+	if (mode != 0) {
+		snprintf(v, sizeof v, "%o", mode);
+		step = "mode";
+		r = syscall(SYS_fsconfig, fs, PYSB_FSCONFIG_SET_STRING, "mode", v, 0);
+	}
+	if (r == 0 && size != 0) {
+		snprintf(v, sizeof v, "%llu", (unsigned long long)size);
+		step = "size";
+		r = syscall(SYS_fsconfig, fs, PYSB_FSCONFIG_SET_STRING, "size", v, 0);
+	}
+	if (r == 0) {
+		step = "fsconfig";
+		r = syscall(SYS_fsconfig, fs, PYSB_FSCONFIG_CMD_CREATE, NULL, NULL, 0);
+	}
+	int mnt = -1;
+	if (r == 0) {
+		step = "fsmount";
+		mnt = (int)syscall(SYS_fsmount, fs, PYSB_FSMOUNT_CLOEXEC, attr);
+	}
+	int e = errno;
+	close(fs);
+	if (mnt < 0)
+		return ROOT_FAIL("%s on %s: %s: %s", type, path, step, errstr_into(e, ns_err, sizeof ns_err));
+	int a = attach(mnt, path, 0, 0, type);
+	close(mnt);
+	return a;
+}
+
+/* mask_source returns an O_PATH descriptor of the empty file (or directory) of
+ * mode 0 that masks are bind mounts of, made in the new root and removed once the
+ * root is built. */
+static int mask_fd[2] = {-1, -1};
+static const char *const mask_name[2] = {".pysb-mask", ".pysb-maskdir"};
+
+static int mask_source(int dir) {
+	if (mask_fd[dir] >= 0)
+		return mask_fd[dir];
+	int root = openat(ns_root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return ROOT_FAIL("open the new root: %s", NE());
+	int r;
+	if (dir) {
+		r = mkdirat(root, mask_name[1], 0);
+	} else {
+		r = openat(root, mask_name[0], O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+		if (r >= 0)
+			close(r);
+	}
+	if (r >= 0)
+		mask_fd[dir] = openat(root, mask_name[dir], O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int e = errno;
+	close(root);
+	if (r < 0 || mask_fd[dir] < 0)
+		return ROOT_FAIL("make the mask: %s", errstr_into(e, ns_err, sizeof ns_err));
+	return mask_fd[dir];
+}
+
+/* clone_of makes a detached copy of the mount tree at fd (recursive). */
+static int clone_of(int fd) {
+	return (int)syscall(SYS_open_tree, fd, "", PYSB_OPEN_TREE_CLONE | PYSB_OPEN_TREE_CLOEXEC | PYSB_AT_RECURSIVE | AT_EMPTY_PATH);
+}
+
+static int op_bind(const struct rec *m, const char *path, const char *src) {
+	uint64_t fl = m->n[2];
+	int s = host_open(src);
+	if (s < 0) {
+		if (errno == ENOENT && (fl & RF_OPTIONAL))
+			return 0;
+		if (errno == ELOOP)
+			return ROOT_FAIL("open %s: a symbolic link is on the path (the host sends paths free of links: the tree changed): %s",
+			                 src, NE());
+		return ROOT_FAIL("open %s: %s", src, NE());
+	}
+	struct stat st;
+	if (fstat(s, &st) < 0) {
+		close(s);
+		return ROOT_FAIL("stat %s: %s", src, NE());
+	}
+	int file = !S_ISDIR(st.st_mode);
+	if (file != ((fl & RF_FILE) != 0)) {
+		close(s);
+		return ROOT_FAIL("%s is %s now (the tree changed)", src, file ? "no longer a directory" : "a directory");
+	}
+	int t = clone_of(s);
+	int e = errno;
+	close(s);
+	if (t < 0)
+		return ROOT_FAIL("bind %s on %s: open_tree: %s", src, path, errstr_into(e, ns_err, sizeof ns_err));
+	uint64_t attr = PYSB_MOUNT_ATTR_NOSUID;
+	if (!(fl & RF_DEVICES))
+		attr |= PYSB_MOUNT_ATTR_NODEV;
+	if (fl & RF_RDONLY)
+		attr |= PYSB_MOUNT_ATTR_RDONLY;
+	if (fl & RF_NOEXEC)
+		attr |= PYSB_MOUNT_ATTR_NOEXEC;
+	int r = attach(t, path, file, attr, "bind");
+	close(t);
+	return r;
+}
+
+static int op_file(const struct rec *m, const char *path, const struct rec *d) {
+	uint64_t fl = m->n[2];
+	int dir, fd;
+	const char *name;
+	if (fl & RF_OVER) {
+		/* Written beside the masks, then bind-mounted over the existing file. */
+		dir = openat(ns_root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		name = ".pysb-data";
+	} else {
+		int parent = at_parent(path, &name);
+		if (parent < 0)
+			return ROOT_FAIL("open the parent of %s: %s", path, NE());
+		dir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		close(parent);
+	}
+	if (dir < 0)
+		return ROOT_FAIL("open the parent of %s: %s", path, NE());
+	fd = openat(dir, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, (mode_t)m->n[1]);
+	if (fd < 0) {
+		int e = errno;
+		close(dir);
+		return ROOT_FAIL("make %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
+	}
+	const char *p = d->s;
+	size_t left = d->len;
+	while (left > 0) {
+		ssize_t w = write(fd, p, left);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			int e = errno;
+			close(fd);
+			close(dir);
+			return ROOT_FAIL("write %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
+		}
+		p += w;
+		left -= (size_t)w;
+	}
+	close(fd);
+	if (!(fl & RF_OVER)) {
+		close(dir);
+		return 0;
+	}
+	int src = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	int t = src < 0 ? -1 : clone_of(src);
+	int e = errno;
+	if (src >= 0)
+		close(src);
+	unlinkat(dir, name, 0);
+	close(dir);
+	if (t < 0)
+		return ROOT_FAIL("bind the data of %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
+	int r = attach(t, path, 1, PYSB_MOUNT_ATTR_RDONLY | PYSB_MOUNT_ATTR_NOSUID | PYSB_MOUNT_ATTR_NODEV | PYSB_MOUNT_ATTR_NOEXEC,
+	               "data");
+	close(t);
+	return r;
+}
+
+static int op_mask(const struct rec *m, const char *path) {
+	int t = at_root(path, 0);
+	if (t < 0)
+		return ROOT_FAIL("open %s to mask it: %s", path, NE());
+	struct stat st;
+	if (fstat(t, &st) < 0) {
+		close(t);
+		return ROOT_FAIL("stat %s: %s", path, NE());
+	}
+	close(t);
+	int dir = S_ISDIR(st.st_mode);
+	uint64_t attr = PYSB_MOUNT_ATTR_NOSUID | PYSB_MOUNT_ATTR_NODEV | PYSB_MOUNT_ATTR_NOEXEC;
+	if (m->n[1] != 0) {
+		if (!dir)
+			return ROOT_FAIL("mask %s: not a directory", path);
+		return new_fs("tmpfs", (unsigned)m->n[1], 65536, attr, path);
+	}
+	int src = mask_source(dir);
+	if (src < 0)
+		return -1;
+	int c = clone_of(src);
+	if (c < 0)
+		return ROOT_FAIL("mask %s: open_tree: %s", path, NE());
+	int r = attach(c, path, !dir, attr | PYSB_MOUNT_ATTR_RDONLY, "mask");
+	close(c);
+	return r;
+}
+
+static int op_seal(const char *path) {
+	int t = at_root(path, O_DIRECTORY);
+	if (t < 0)
+		return ROOT_FAIL("open %s to seal it: %s", path, NE());
+	struct pysb_mount_attr a = {.attr_set = PYSB_MOUNT_ATTR_RDONLY};
+	long r = syscall(SYS_mount_setattr, t, "", AT_EMPTY_PATH, &a, sizeof a);
+	close(t);
+	if (r < 0)
+		return ROOT_FAIL("seal %s: %s", path, NE());
+	return 0;
+}
+
+static int loopback_up(void) {
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return failf(0, "cannot bring the loopback interface up: socket: %s", NE()), -1;
+	struct ifreq ifr;
+	memset(&ifr, 0, sizeof ifr);
+	strcpy(ifr.ifr_name, "lo");
+	int r = ioctl(s, SIOCGIFFLAGS, &ifr);
+	if (r == 0) {
+		ifr.ifr_flags |= IFF_UP | IFF_RUNNING;
+		r = ioctl(s, SIOCSIFFLAGS, &ifr);
+	}
+	int e = errno;
+	close(s);
+	if (r < 0)
+		return failf(0, "cannot bring the loopback interface up: %s", errstr_into(e, ns_err, sizeof ns_err)), -1;
+	return 0;
+}
+
+/* setup_ns builds the sandbox's root and makes it the root: 0, or -1 once the
+ * failure is reported. */
+static int setup_ns(void) {
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		return ROOT_FAIL("make the mounts private: %s", NE());
+	spec.hostproc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (spec.hostproc < 0)
+		return ROOT_FAIL("open /proc: %s", NE());
+	/* The new root is a tmpfs over the host's /proc (in this mount namespace):
+	 * nothing the sandbox may see lies there, so every host path stays reachable
+	 * while the root is built, and the host's procfs stays fully visible, which
+	 * the kernel wants before it lets a user namespace mount a new one. */
+	if (mount("tmpfs", "/proc", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=4m") < 0)
+		return ROOT_FAIL("mount the root tmpfs: %s", NE());
+	ns_root = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (ns_root < 0)
+		return ROOT_FAIL("open the root tmpfs: %s", NE());
+	mode_t old_umask = umask(0);
+
+	for (size_t i = spec.ns_first; i < spec.ns_end;) {
+		const struct rec *m = &spec.recs[i++];
+		const char *path = spec.recs[i++].s;
+		const struct rec *extra = NULL;
+		if (m->n[0] == OP_BIND || m->n[0] == OP_SYMLINK || m->n[0] == OP_FILE)
+			extra = &spec.recs[i++];
+		int r = 0;
+		switch (m->n[0]) {
+		case OP_DIR: {
+			int fd = ensure(path, 0, (unsigned)m->n[1]);
+			if (fd < 0)
+				return -1;
+			close(fd);
+			break;
+		}
+		case OP_SYMLINK: {
+			const char *base;
+			int parent = at_parent(path, &base);
+			int dir = parent < 0 ? -1 : openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (parent >= 0)
+				close(parent);
+			if (dir < 0)
+				return ROOT_FAIL("open the parent of %s: %s", path, NE());
+			r = symlinkat(extra->s, dir, base);
+			if (r < 0 && errno == EEXIST) {
+				char got[PATH_MAX];
+				ssize_t n = readlinkat(dir, base, got, sizeof got - 1);
+				r = (n >= 0 && (got[n] = '\0', strcmp(got, extra->s) == 0)) ? 0 : (errno = EEXIST, -1);
+			}
+			close(dir);
+			if (r < 0)
+				return ROOT_FAIL("symlink %s -> %s: %s", path, extra->s, NE());
+			break;
+		}
+		case OP_BIND:
+			r = op_bind(m, path, extra->s);
+			break;
+		case OP_TMPFS: {
+			uint64_t attr = PYSB_MOUNT_ATTR_NOSUID | PYSB_MOUNT_ATTR_NODEV;
+			if (m->n[2] & RF_NOEXEC)
+				attr |= PYSB_MOUNT_ATTR_NOEXEC;
+			if (m->n[2] & RF_RDONLY)
+				attr |= PYSB_MOUNT_ATTR_RDONLY;
+			r = new_fs("tmpfs", (unsigned)m->n[1], m->n[3], attr, path);
+			break;
+		}
+		case OP_PROC:
+			r = new_fs("proc", 0, 0, PYSB_MOUNT_ATTR_NOSUID | PYSB_MOUNT_ATTR_NODEV | PYSB_MOUNT_ATTR_NOEXEC, path);
+			break;
+		case OP_FILE:
+			r = op_file(m, path, extra);
+			break;
+		case OP_MASK:
+			r = op_mask(m, path);
+			break;
+		case OP_CHDIR:
+			ns_cwd = path;
+			break;
+		case OP_SEAL:
+			r = op_seal(path);
+			break;
+		}
+		if (r < 0)
+			return -1;
+	}
+	for (int k = 0; k < 2; k++) {
+		if (mask_fd[k] < 0)
+			continue;
+		close(mask_fd[k]);
+		/* The masks keep their (removed) source alive. */
+		if (unlinkat(ns_root, mask_name[k], k ? AT_REMOVEDIR : 0) < 0)
+			return ROOT_FAIL("remove %s: %s", mask_name[k], NE());
+	}
+	if ((spec.ns_flags & NS_LOOPBACK) && loopback_up() < 0)
+		return -1;
+
+	/* The new root becomes the root; the host's tree, stacked over it by
+	 * pivot_root, is detached. */
+	if (fchdir(ns_root) < 0)
+		return ROOT_FAIL("enter the new root: %s", NE());
+	if (syscall(SYS_pivot_root, ".", ".") < 0)
+		return ROOT_FAIL("pivot_root: %s", NE());
+	if (umount2(".", MNT_DETACH) < 0)
+		return ROOT_FAIL("detach the host's tree: %s", NE());
+	if (chdir("/") < 0)
+		return ROOT_FAIL("chdir /: %s", NE());
+	close(ns_root);
+	ns_root = -1;
+	struct pysb_mount_attr ro = {.attr_set = PYSB_MOUNT_ATTR_RDONLY};
+	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
+		return ROOT_FAIL("seal /: %s", NE());
+	/* No user namespace below this one: the program cannot get capabilities back
+	 * in one of its own. */
+	int un = open("/proc/sys/user/max_user_namespaces", O_WRONLY | O_CLOEXEC);
+	if (un >= 0) {
+		ssize_t w = write(un, "0\n", 2);
+		int e = errno;
+		close(un);
+		if (w != 2)
+			return failf(0, "cannot forbid nested user namespaces: %s", errstr_into(e, ns_err, sizeof ns_err)), -1;
+	} else if (errno != ENOENT) {
+		return failf(0, "cannot forbid nested user namespaces: %s", NE()), -1;
+	}
+	if (ns_cwd != NULL && chdir(ns_cwd) < 0 && chdir("/") < 0)
+		return ROOT_FAIL("chdir /: %s", NE());
+	umask(old_umask);
+	/* The program (same uid, no capability) can then open nothing of the
+	 * supervisor's through /proc/1. */
+	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+	return 0;
+}
+
+/* host_gone reports whether the host closed the lifeline (it died). */
+static int host_gone(void) {
+	struct pollfd p = {.fd = spec.lifeline, .events = POLLIN};
+	int r;
+	while ((r = poll(&p, 1, 0)) < 0 && errno == EINTR) {
+	}
+	return r < 0 || (p.revents & (POLLHUP | POLLERR | POLLNVAL)) != 0;
+}
+
+#undef NE
+#undef ROOT_FAIL
 
 /* ---- the supervisor ---- */
 
@@ -873,6 +1468,17 @@ static void kill_tree(void) {
 	sigset_t chld;
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
+	if (spec.ns) {
+		/* pid 1 of the namespace: kill(-1) reaches every other process in it. */
+		while (kill(-1, SIGKILL) == 0) {
+			if (reap(0))
+				break;
+			struct timespec ts = {.tv_sec = 0, .tv_nsec = 5000000};
+			sigtimedwait(&chld, NULL, &ts);
+		}
+		reap(1);
+		return;
+	}
 	for (int round = 0;; round++) {
 		kill(-spec.prog, SIGKILL);
 		if (reap(0))
@@ -978,12 +1584,30 @@ static int supervisor_main(int argc, char **argv) {
 	/* Nothing but 0, 1, 2 and the extra files may reach the program. */
 	syscall(SYS_close_range, 3 + spec.extra, ~0u, CLOSE_RANGE_CLOEXEC);
 
-	/* The host may have died before the parent-death signal was armed. */
-	if (getppid() != spec.host_pid)
+	/* The host may have died before the parent-death signal was armed. In a pid
+	 * namespace the parent's pid is not visible (getppid is 0): the lifeline
+	 * tells. */
+	if (spec.ns ? host_gone() : getppid() != spec.host_pid)
 		return fail(0, "the host process is gone");
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		int e = errno;
 		return failf(e, "cannot become a child subreaper: %s", errstr_into(e, perr, sizeof perr));
+	}
+
+	if (spec.ns) {
+		if (setup_ns() < 0)
+			return EXIT_FAIL;
+		if (spec.ns_flags & NS_WAIT) {
+			write_all(spec.status_fd, "N\n", 2);
+			char go;
+			ssize_t n;
+			while ((n = read(spec.lifeline, &go, 1)) < 0 && errno == EINTR) {
+			}
+			if (n == 0)
+				return EXIT_FAIL; /* the host gave up (or died): nobody to tell */
+			if (n < 0 || go != 'G')
+				return fail(0, "bad go-ahead from the host");
+		}
 	}
 
 	int ep[2];
@@ -1026,7 +1650,12 @@ static int supervisor_main(int argc, char **argv) {
 		}
 		return fail(e, got > sizeof e ? msg + sizeof e : "the program could not be started");
 	}
-	report_num('S', (unsigned long)spec.prog);
+	if (spec.ns) {
+		close(spec.hostproc);
+		report_num('S', (unsigned long)spec.prog_host);
+	} else {
+		report_num('S', (unsigned long)spec.prog);
+	}
 
 	for (;;) {
 		if (reap(0) && !spec.prog_done)
@@ -1037,8 +1666,10 @@ static int supervisor_main(int argc, char **argv) {
 		int s = sigwaitinfo(&waitset, &si);
 		if (s < 0 || s == SIGCHLD)
 			continue;
+		if (spec.ns && si.si_pid != 0)
+			continue; /* sent from inside the sandbox: only the host may ask */
 		if (s == pysb_sig_host_died) {
-			if (getppid() == spec.host_pid)
+			if (spec.ns ? !host_gone() : getppid() == spec.host_pid)
 				continue; /* a host thread ended, not the host */
 			kill_tree();
 		} else if (s == pysb_sig_terminate) {

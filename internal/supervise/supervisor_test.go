@@ -59,6 +59,10 @@ func playHost(mark string) int {
 	// program's process group: only the /proc scan finds it), prints its pid and
 	// sleeps.
 	spec := Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "setsid sleep 1000 & echo $!; exec sleep 1000"}}
+	if dir := os.Getenv("PYSB_SUPERVISE_NS"); dir != "" {
+		// In namespaces: the pid namespace takes every process with it.
+		spec = Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "setsid sleep 1000 & exec sleep 1000"}, Namespaces: testRoot(dir)}
+	}
 	cmd, h, err := command(spec, "", []string{"PATH=/usr/bin:/bin"}, "", nil, mark)
 	if err != nil {
 		fmt.Println("command:", err)
@@ -83,7 +87,7 @@ func TestCConstants(t *testing.T) {
 	want := map[string]any{
 		"marker": marker, "version": version, "hostDied": int(SignalHostDied), "terminate": int(SignalTerminate),
 		"maxSpec": maxSpec, "maxStages": maxStages, "maxRlimits": maxRlimits, "maxExtra": maxExtra, "maxBPFInsns": maxBPFInsns,
-		"maxRecords": maxRecords,
+		"maxRecords": maxRecords, "maxRootOps": maxRootOps,
 	}
 	if got := cConstants(); !reflect.DeepEqual(got, want) {
 		t.Errorf("C constants %v, want %v", got, want)
@@ -583,7 +587,7 @@ func TestBadInvocations(t *testing.T) {
 			args []string
 			want string
 		}{
-			{[]string{"v1", "{}"}, `pysandboxes supervisor: protocol "v1", want "v2" (host and helper binaries differ)`},
+			{[]string{"v1", "{}"}, `pysandboxes supervisor: protocol "v1", want "` + version + `" (host and helper binaries differ)`},
 			{[]string{version, "3"}, "pysandboxes supervisor: bad arguments"},
 			{[]string{version, "3", "x"}, "pysandboxes supervisor: bad arguments"},
 			{[]string{version, "3", "4", "5"}, "pysandboxes supervisor: bad arguments"},

@@ -14,6 +14,17 @@ import (
 // removes at least one generation. The common case, a tree that lived in the
 // program's process group, ends in the first round without scanning /proc.
 func (h *helper) killTree(gone <-chan struct{}) {
+	if h.spec.ns != nil {
+		// pid 1 of the namespace: kill(-1) reaches every other process in it.
+		for syscall.Kill(-1, syscall.SIGKILL) == nil {
+			select {
+			case <-gone:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+		}
+		return
+	}
 	self := os.Getpid()
 	for round := 0; ; round++ {
 		_ = syscall.Kill(-h.pid, syscall.SIGKILL)

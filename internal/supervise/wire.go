@@ -22,6 +22,12 @@ import (
 //	A <arg>                                 its argv, one record each (Args[0] included)
 //	V <NAME=value>                          its environment, one record each
 //	R <resource> <value> <hard>             a resource limit (hard 0: the value)
+//	U <flags> <lifeline fd>                 namespaces (flags: 1 wait for the go-ahead,
+//	                                        2 loopback up), followed by the root:
+//	  M <op> <mode> <flags> <size>            an operation (RootOp), then
+//	  T <path>                                its path in the new root,
+//	  F <path>                                its source (bind, symlink only),
+//	  D <hex>                                 its data (file only)
 //	S <kind>                                a stage, followed by its configuration:
 //	  L <abi> <fs> <net> <scoped>             landlock: the ruleset, then
 //	  G <access> <base>                       a path group (base may be empty), with
@@ -40,7 +46,10 @@ import (
 // rules and report the same messages.
 //
 // The supervisor's command line is only: marker, version, the status descriptor
-// (3 + extra files) and the spec descriptor (the next one).
+// (3 + extra files) and the spec descriptor (the next one). With namespaces, the
+// lifeline descriptor of the U record (the next one) is the read end of a pipe
+// whose write end only the host holds: it carries the go-ahead, and its end tells
+// the supervisor that the host is gone.
 //
 // The spec travels in a file rather than in argv, so that the program's
 // environment never is the supervisor's own (the dynamic loader of the host
@@ -67,7 +76,15 @@ type wireSpec struct {
 	args    []string
 	env     []string
 	rlimits []Rlimit
+	ns      *wireNS
 	stages  []wireStage
+}
+
+// wireNS is a decoded U record and its root.
+type wireNS struct {
+	flags    uint64
+	lifeline int
+	root     []RootOp
 }
 
 // wireStage is a decoded stage.
@@ -102,6 +119,32 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 			return nil, fmt.Errorf("supervise: bad resource limit %d: %w", l.Resource, syscall.EINVAL)
 		}
 		w.rec('R').num(uint64(l.Resource)).num(l.Value).num(l.Hard)
+	}
+	if ns := spec.Namespaces; ns != nil {
+		if len(ns.Root) > maxRootOps {
+			return nil, fmt.Errorf("supervise: %d root operations, more than %d", len(ns.Root), maxRootOps)
+		}
+		var flags uint64
+		if ns.Wait {
+			flags |= nsWait
+		}
+		if ns.Loopback {
+			flags |= nsLoopback
+		}
+		w.rec('U').num(flags).num(uint64(spec.StatusFD + 2))
+		for _, op := range ns.Root {
+			if err := checkRootOp(op); err != nil {
+				return nil, fmt.Errorf("supervise: %w", err)
+			}
+			w.rec('M').num(uint64(op.Kind)).num(uint64(op.Mode)).num(uint64(op.Flags)).num(op.Size)
+			w.rec('T').str(op.Path)
+			switch op.Kind {
+			case OpBind, OpSymlink:
+				w.rec('F').str(op.Source)
+			case OpFile:
+				w.rec('D').hex(op.Data)
+			}
+		}
 	}
 	if len(spec.Stages) > maxStages {
 		return nil, fmt.Errorf("supervise: %d stages, more than %d", len(spec.Stages), maxStages)
@@ -236,12 +279,16 @@ func wireSchema(t byte) (string, bool) {
 	switch t {
 	case 'H':
 		return "nn", true
-	case 'P', 'A', 'V', 'S', 'p', 'o':
+	case 'P', 'A', 'V', 'S', 'p', 'o', 'T', 'F':
 		return "s", true
 	case 'R', 'N':
 		return "nnn", true
-	case 'L':
+	case 'L', 'M':
 		return "nnnn", true
+	case 'U':
+		return "nn", true
+	case 'D':
+		return "x", true
 	case 'G':
 		return "ns", true
 	case 'B':
@@ -397,6 +444,56 @@ func decodeWire(b []byte) (*wireSpec, error) {
 			return nil, fmt.Errorf("line %d: number out of range", i+1)
 		}
 		spec.rlimits = append(spec.rlimits, Rlimit{Resource: int(recs[i].n[0]), Value: recs[i].n[1], Hard: recs[i].n[2]})
+	}
+	if at('U') {
+		if recs[i].n[0]&^nsFlags != 0 || recs[i].n[1] > math.MaxInt32 {
+			return nil, fmt.Errorf("line %d: number out of range", i+1)
+		}
+		ns := &wireNS{flags: recs[i].n[0], lifeline: int(recs[i].n[1])}
+		for i++; at('M'); {
+			if len(ns.root) == maxRootOps {
+				return nil, fmt.Errorf("line %d: more than %d root operations", i+1, maxRootOps)
+			}
+			m := recs[i]
+			if m.n[0] < uint64(OpDir) || m.n[0] > uint64(OpSeal) {
+				return nil, fmt.Errorf("line %d: unknown root operation", i+1)
+			}
+			if m.n[1] > maxRootMode || m.n[2]&^rootFlagsMask != 0 {
+				return nil, fmt.Errorf("line %d: number out of range", i+1)
+			}
+			op := RootOp{Kind: RootOpKind(m.n[0]), Mode: uint32(m.n[1]), Flags: RootFlags(m.n[2]), Size: m.n[3]}
+			i++
+			if !at('T') {
+				return nil, fmt.Errorf("line %d: expected the path record T", i+1)
+			}
+			if !strings.HasPrefix(recs[i].s, "/") {
+				return nil, fmt.Errorf("line %d: not an absolute path", i+1)
+			}
+			op.Path = recs[i].s
+			i++
+			switch op.Kind {
+			case OpBind, OpSymlink:
+				if !at('F') {
+					return nil, fmt.Errorf("line %d: expected the source record F", i+1)
+				}
+				if op.Kind == OpBind && !strings.HasPrefix(recs[i].s, "/") {
+					return nil, fmt.Errorf("line %d: not an absolute path", i+1)
+				}
+				if recs[i].s == "" {
+					return nil, fmt.Errorf("line %d: empty symbolic link target", i+1)
+				}
+				op.Source = recs[i].s
+				i++
+			case OpFile:
+				if !at('D') {
+					return nil, fmt.Errorf("line %d: expected the data record D", i+1)
+				}
+				op.Data = []byte(recs[i].s)
+				i++
+			}
+			ns.root = append(ns.root, op)
+		}
+		spec.ns = ns
 	}
 	for at('S') {
 		if len(spec.stages) == maxStages {
