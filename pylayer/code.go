@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/evalguard"
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
 )
 
@@ -32,7 +33,7 @@ def r(n):
   b+=c
  return b
 F=int(sys.argv[1]);h=r(5);M=m.loads(r(int.from_bytes(h[:4],'big')-1))
-if h[4]==2:M={k:compile(v,'<pysandboxes/'+k+'>','exec',dont_inherit=True) for k,v in M.items()}
+if h[4]==2:M={k:v if k=='evalguard' else compile(v,'<pysandboxes/'+k+'>','exec',dont_inherit=True) for k,v in M.items()}
 g={'__name__':'pysandboxes._boot','__builtins__':__builtins__}
 exec(M['boot'],g);g['main'](F,M,r)
 `
@@ -65,6 +66,10 @@ func moduleSources() (map[string]string, string) {
 		out[name] = string(b)
 		names = append(names, name)
 	}
+	// The eval guard travels with the layer, as a nested marshal blob (or its
+	// source): boot decodes it only when the policy declares eval profiles.
+	out["evalguard"] = evalguard.Source()
+	names = append(names, "evalguard")
 	sort.Strings(names)
 	h := sha256.New()
 	for _, n := range names {
@@ -76,6 +81,7 @@ func moduleSources() (map[string]string, string) {
 const compileScript = `import sys, marshal
 src = marshal.loads(sys.stdin.buffer.read())
 out = {k: compile(v, '<pysandboxes/' + k + '>', 'exec', dont_inherit=True, optimize=0) for k, v in src.items()}
+out['evalguard'] = marshal.dumps(out['evalguard'])
 sys.stdout.buffer.write(marshal.dumps(out))
 `
 

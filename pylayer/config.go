@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 
+	"github.com/pysandboxes/pysandboxes/evalguard"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -170,6 +171,16 @@ func buildConfig(in ConfigInput) ([]byte, error) {
 	cfg["api"] = api
 	cfg["eval"] = strconv.Itoa(int(p.Eval().State()))
 	cfg["eval_declared"] = p.Eval().State() == policy.EvalGuarded
+	// The eval profiles, in the eval guard's plain-data form: the patched eval,
+	// exec and compile use the default one ("").
+	if names := p.Eval().Names(); len(names) > 0 {
+		profiles := pyDict{}
+		for _, n := range names {
+			ep, _ := p.Eval().Profile(n)
+			profiles[n] = evalguard.NewProfile(ep).Python()
+		}
+		cfg["eval_profiles"] = profiles
+	}
 	return marshalValue(cfg)
 }
 

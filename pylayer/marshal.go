@@ -11,7 +11,8 @@ import (
 // The configuration travels to the child in Python's marshal format, which the
 // interpreter decodes in C without importing anything (json would cost the child
 // ~18 ms of imports, more than the whole start-up budget of the layer). Only plain
-// data is written: None, bool, int, str, bytes, list, tuple, dict and frozenset.
+// data is written: None, bool, int, float, str, bytes, list, tuple, dict and
+// frozenset.
 // Values are built from the types below.
 
 // pyTuple is written as a Python tuple.
@@ -60,8 +61,13 @@ func appendMarshal(b []byte, v any, depth int) ([]byte, error) {
 			return nil, fmt.Errorf("pylayer: marshal: integer %d too large", x)
 		}
 		return appendInt(b, int64(x)), nil
+	case float64:
+		b = append(b, 'g')
+		return binary.LittleEndian.AppendUint64(b, math.Float64bits(x)), nil
 	case string:
 		return appendStr(b, x), nil
+	case map[string]any:
+		return appendMarshal(b, pyDict(x), depth)
 	case pyBytes:
 		b = append(b, 's')
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(x)))

@@ -81,7 +81,24 @@ def main(fd, modules, read):
     exec(modules['guard'], G)
     A = {'__name__': 'pysandboxes._arm', '__builtins__': builtins}
     exec(modules['arm'], A)
+    # The eval guard (marshalled code, or its source), decoded only when the
+    # policy declares eval profiles: loaded before the guard is armed (it
+    # captures the raw eval, exec and compile), used by the patched builtins
+    # (arm.py) and by pysandboxes.guarded_eval.
+    eg = modules.pop('evalguard', None)
     A['EXTRA_CODES'] = tuple(modules.values())
+    if cfg.get('eval_profiles') and eg is not None:
+        if type(eg) is bytes:
+            eg = marshal.loads(eg)
+        else:
+            eg = compile(eg, '<pysandboxes/evalguard>', 'exec', dont_inherit=True)
+        E = type(sys)('pysandboxes_evalguard')
+        E.__file__ = None
+        exec(eg, E.__dict__)
+        sys.modules['pysandboxes_evalguard'] = E
+        A['EVAL'] = E
+        A['EXTRA_CODES'] += (eg,)
+    del eg
 
     if kind == 'worker':
         # Partial mode: the worker arms the guard itself (or not, without the

@@ -1,0 +1,148 @@
+package evalguard
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+const realPython = "/usr/bin/python3"
+
+func needPython(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat(realPython); err != nil {
+		t.Skip("no " + realPython + ": the Python side of the guard cannot be run")
+	}
+}
+
+// parsePolicy parses rule text as a .py-sandboxes file.
+func parsePolicy(t testing.TB, text string) *policy.Policy {
+	t.Helper()
+	p, err := policy.Parse(context.Background(), "/test/.py-sandboxes", []byte(text),
+		&policy.Options{Dir: t.TempDir(), Home: "/nonexistent-home", Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatalf("policy %q: %v", text, err)
+	}
+	return p
+}
+
+// profileOf returns the profile name of rule text.
+func profileOf(t testing.TB, rules, name string) *Profile {
+	t.Helper()
+	p, err := FromPolicy(parsePolicy(t, rules), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// runCase is one source run through the module's run() in a real interpreter.
+type runCase struct {
+	ID      string
+	Profile map[string]any
+	Src     string
+	Mode    string
+	// Names is a Python expression (test fixtures: O, string, Formatter, X, suppress)
+	// giving the names, "" for none.
+	Names string
+}
+
+// runOutcome is what run() did.
+type runOutcome struct {
+	ID         string `json:"id"`
+	Outcome    string `json:"outcome"` // value, rejected, denied, interrupted, nameerror, error
+	Value      string `json:"value"`
+	Kind       string `json:"kind"`
+	Target     string `json:"target"`
+	Rule       string `json:"rule"`
+	Fix        string `json:"fix"`
+	Budget     string `json:"budget"`
+	Type       string `json:"type"`
+	Message    string `json:"message"`
+	Violations []struct {
+		Kind, Name, Fix string
+	} `json:"violations"`
+}
+
+// runHarness runs the cases, one interpreter for all of them.
+const runHarness = `import sys, marshal, string, contextlib
+from concurrent.futures import ThreadPoolExecutor
+d = marshal.loads(sys.stdin.buffer.read())
+m = type(sys)('pysandboxes_evalguard')
+sys.modules['pysandboxes_evalguard'] = m
+exec(compile(d['module'], '<pysandboxes_evalguard>', 'exec', dont_inherit=True), m.__dict__)
+class O:
+    pass
+class Liar(string.Formatter):
+    def parse(self, s):
+        yield ('', '0.__class__', '', None)
+X = ThreadPoolExecutor(1)
+fixtures = {'O': O, 'string': string, 'Formatter': string.Formatter, 'Liar': Liar, 'X': X,
+            'suppress': contextlib.suppress}
+res = []
+for c in d['cases']:
+    r = {'id': c['id']}
+    try:
+        names = eval(c['names'], dict(fixtures)) if c['names'] else None
+        v = m.run(c['src'], names, c['profile'], c['mode'])
+        if c['mode'] == 'exec':
+            v = {k: x for k, x in v.items() if not callable(x) and not isinstance(x, type(sys))}
+        r.update(outcome='value', value=repr(v))
+    except m.Rejected as e:
+        r.update(outcome='rejected', violations=e.violations, message=str(e))
+    except m.Denied as e:
+        r.update(outcome='denied', kind=e.kind, target=e.target, rule=e.rule, fix=e.fix, message=str(e))
+    except m.Interrupted as e:
+        r.update(outcome='interrupted', budget=e.budget, message=str(e))
+    except NameError as e:
+        r.update(outcome='nameerror', message=str(e))
+    except BaseException as e:
+        r.update(outcome='error', type=type(e).__name__, message=str(e))
+    res.append(r)
+X.shutdown(wait=False)
+sys.stdout.write(m.to_json(res))
+`
+
+// runAll runs cases through the module's run() and returns the outcomes by id.
+func runAll(t *testing.T, cases []runCase) map[string]runOutcome {
+	t.Helper()
+	needPython(t)
+	list := make([]any, len(cases))
+	for i, c := range cases {
+		mode := c.Mode
+		if mode == "" {
+			mode = "eval"
+		}
+		list[i] = map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}
+	}
+	data, err := appendMarshal(nil, map[string]any{"module": Source(), "cases": list}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, realPython, "-I", "-c", runHarness)
+	cmd.Stdin = strings.NewReader(string(data))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v: %s", err, stderr.String())
+	}
+	var res []runOutcome
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("harness output %q: %v", out, err)
+	}
+	m := map[string]runOutcome{}
+	for _, r := range res {
+		m[r.ID] = r
+	}
+	return m
+}

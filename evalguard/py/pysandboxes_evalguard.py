@@ -1,0 +1,2011 @@
+"""The eval guard of pysandboxes: code given as a string is checked and run under
+an eval profile (the eval-* rules of a .py-sandboxes file).
+
+Each source is (1) parsed by CPython's own parser, (2) validated against the
+profile's sub-language (every violation is collected into one report, each with
+a paste-ready rule line), (3) rewritten so that attribute reads, allocating
+operators, loops, comprehensions, calls and function definitions go through
+runtime helpers that gate names and charge budgets, and (4) run in a namespace
+built from the profile.
+
+Public API (standard library only, Python >= 3.11):
+
+  check(src, profile, mode)            -> list of violation dicts (empty: accepted)
+  run(src, names, profile, mode, filename='<eval>')
+                                       -> the value (mode 'eval') or the names the
+                                          code bound (mode 'exec')
+  compile_profile(profile)             -> Profile (a profile dict, checked)
+  describe(exc)                        -> (module, qualname, message, args) of a
+                                          guard exception, else None
+  Engine(profiles, report=None)        -> the guarded eval/exec/compile builtins and
+                                          guarded_eval of a sandboxed interpreter
+  Rejected, Denied, Interrupted        -> the exceptions
+
+A profile is plain data: {'name': str, 'syntax'|'call'|'attribute'|'import'|'magic':
+{'allow': [str], 'deny': [str]}, 'namespace': 'adaptive'|'closed'|'caller',
+'timeout': float seconds, 'max_iterations', 'max_call_depth', 'max_depth',
+'max_nodes', 'max_alloc', 'max_leaked_threads': int}; missing keys take the
+defaults of the eval-* rules.
+
+The guard imports only modules built into the interpreter (_ast, _string,
+_thread, _operator, marshal, sys, time), so loading it costs about a
+millisecond and never reaches the file system.
+"""
+
+import sys
+import marshal as _marshal
+import _ast
+import _string
+import _thread
+import _operator
+from time import monotonic as _monotonic
+
+VERSION = 1
+
+# The raw builtins, captured when the module is loaded (in a sandboxed
+# interpreter, before the Python layer patches eval, exec and compile): the
+# guard's own calls never go through its own patch.
+_B = sys.modules['builtins']
+_RAW = dict(_B.__dict__)
+_compile = _RAW['compile']
+_eval = _RAW['eval']
+_exec = _RAW['exec']
+_getattr = _RAW['getattr']
+_hasattr = _RAW['hasattr']
+_format = _RAW['format']
+_isinstance = _RAW['isinstance']
+_type = type
+_len = len
+_AST = _ast.AST
+_ONLY_AST = _ast.PyCF_ONLY_AST
+_CODE = type(compile('0', '<x>', 'eval'))
+_BUILTIN_METHOD = type(''.join)
+_STR_FORMAT = str.format
+_STR_FORMAT_MAP = str.format_map
+
+
+# ---------------------------------------------------------------- exceptions
+
+_sbm = sys.modules.get('pysandboxes')
+if (_sbm is not None and _getattr(_sbm, 'is_in_sandbox', None) is not None
+        and _isinstance(_getattr(_sbm, 'RuleEvalPermissionError', None), type)):
+    # Inside a sandboxed interpreter: the guard's refusals belong to the
+    # sandbox's exception family (pysandboxes.SandBoxError, sandbox_denials).
+    SandBoxError = _sbm.SandBoxError
+    _DeniedBase = _sbm.RuleEvalPermissionError
+else:
+    class SandBoxError(RuntimeError):
+        """Base class of the eval guard's errors."""
+
+    class _DeniedBase(PermissionError, SandBoxError):
+        """A refusal of the eval guard."""
+del _sbm
+
+
+class Rejected(SandBoxError, SyntaxError):
+    """The source violates the eval profile. .violations lists every violation
+    (dicts: line, col, kind, name, message, fix, warning); the message is the
+    rendered report. lineno, offset and text come from the first violation."""
+
+    def __init__(self, violations, source_ref='<eval>', source=None, report=None):
+        vs = [dict(v) for v in violations]
+        if report is None:
+            report = _render(vs, source_ref, source)
+        _public(vs)
+        SyntaxError.__init__(self, report)
+        self.violations = vs
+        self.source_ref = source_ref
+        self.report = report
+        self.filename = source_ref
+        if vs and vs[0].get('line'):
+            self.lineno = vs[0]['line']
+            self.offset = vs[0].get('col') or None
+            if source is not None:
+                self.text = _line_of(source, vs[0]['line'])
+        self.args = (vs, source_ref)
+
+    def __str__(self):
+        return self.report
+
+    def __reduce__(self):
+        return (_type(self), (self.violations, self.source_ref, None, self.report))
+
+
+class Interrupted(BaseException):
+    """A budget of the evaluation is exhausted: .budget names the rule key
+    (eval-timeout, eval-max-iterations, eval-max-call-depth, eval-max-alloc),
+    .limit its value. A BaseException: the evaluated code cannot swallow it
+    (handlers and finally blocks re-raise it, and the evaluation raises it again
+    when it ends)."""
+
+    def __init__(self, budget, limit, message=None):
+        if message is None:
+            message = 'evaluation interrupted: %s=%s exhausted' % (budget, _show_limit(budget, limit))
+        BaseException.__init__(self, budget, limit, message)
+        self.budget = budget
+        self.limit = limit
+        self.message = message
+
+    def __str__(self):
+        return self.message
+
+
+class Denied(_DeniedBase):
+    """A refusal at run time: an attribute, a template field, a shim (setattr,
+    globals(), ...), a write into an object the application supplied, an import.
+    .target is what was refused, .rule the rule key that would decide it, .kind
+    the violation kind, .fix the rule line that allows it ('' when none can)."""
+
+    def __init__(self, message, target='', rule='', kind='', fix=''):
+        _DeniedBase.__init__(self, message)
+        self.message = message
+        self.target = target
+        self.rule = rule
+        self.kind = kind
+        self.fix = fix
+
+    def __str__(self):
+        return self.message
+
+    def __reduce__(self):
+        return (_type(self), (self.message, self.target, self.rule, self.kind, self.fix))
+
+
+def describe(exc):
+    """(module, qualname, message, args) of a guard exception, with args plain
+    data (str, int, float, list, dict), for a host to rebuild it; None for any
+    other exception. Rejected: args = [violations, source_ref]; Interrupted:
+    [budget, limit, message]; Denied: [message, target, rule, kind, fix]."""
+    t = _type(exc)
+    if _isinstance(exc, Rejected):
+        return (__name__, 'Rejected', exc.report, [[dict(v) for v in exc.violations], exc.source_ref])
+    if _isinstance(exc, Interrupted):
+        return (__name__, 'Interrupted', exc.message, [exc.budget, exc.limit, exc.message])
+    if _isinstance(exc, Denied):
+        return (__name__, 'Denied', exc.message, [exc.message, exc.target, exc.rule, exc.kind, exc.fix])
+    del t
+    return None
+
+
+def _show_limit(budget, limit):
+    if budget == 'eval-timeout':
+        return '%gs' % limit
+    return '%s' % (limit,)
+
+
+# ---------------------------------------------------------------- vocabulary
+
+_CORE = frozenset(('Module', 'Expression', 'Interactive', 'Constant', 'Name', 'Load', 'Store', 'Del',
+                   'Tuple', 'List', 'Dict', 'Set', 'Expr', 'Pass'))
+_SYNTAX_GROUPS = {
+    'arith': ('BinOp', 'UnaryOp'),
+    'compare': ('Compare', 'BoolOp'),
+    'conditional': ('If', 'IfExp'),
+    'loop': ('For', 'While', 'Break', 'Continue'),
+    'comprehension': ('ListComp', 'SetComp', 'DictComp', 'GeneratorExp', 'comprehension'),
+    'assign': ('Assign', 'AugAssign', 'AnnAssign', 'NamedExpr'),
+    'func': ('FunctionDef', 'Return', 'arguments', 'arg', 'Lambda'),
+    'async': ('AsyncFunctionDef', 'Await', 'AsyncFor', 'AsyncWith'),
+    'class': ('ClassDef',),
+    'exception': ('Try', 'TryStar', 'Raise', 'ExceptHandler'),
+    'context': ('With', 'withitem'),
+    'import': ('Import', 'ImportFrom', 'alias'),
+    'subscript': ('Subscript', 'Slice', 'Starred'),
+    'fstring': ('JoinedStr', 'FormattedValue'),
+    'tstring': ('TemplateStr', 'Interpolation'),
+    'yield': ('Yield', 'YieldFrom'),
+}
+_NODE_GROUP = {}
+for _g, _ns in _SYNTAX_GROUPS.items():
+    for _n in _ns:
+        _NODE_GROUP[_n] = _g
+del _g, _ns, _n
+
+# Checked by their own rule rather than eval-syntax.
+_FREE = frozenset(('Attribute', 'Call', 'keyword'))
+# Operators, comparison operators, boolean operators, contexts: no capability.
+_MARKERS = (_ast.operator, _ast.boolop, _ast.unaryop, _ast.cmpop, _ast.expr_context)
+
+# Frame capture: always refused, whatever the rules say.
+_FRAME = frozenset(('gi_frame', 'gi_code', 'gi_yieldfrom', 'cr_frame', 'cr_code', 'cr_await', 'ag_frame',
+                    'ag_code', 'f_globals', 'f_locals', 'f_builtins', 'f_back', 'f_trace', 'tb_frame',
+                    'tb_next'))
+# The evaluation's own machinery (its globals, code objects, cells, builtins):
+# always refused too, as an attribute and as an identifier.
+_INTERNALS = frozenset(('__globals__', '__code__', '__closure__', '__builtins__'))
+_RESERVED = '__sb_'
+
+_ATTR_GROUP_TYPES = {
+    'str-methods': (str,),
+    'list-methods': (list,),
+    'dict-methods': (dict,),
+    'set-methods': (set,),
+    'tuple-methods': (tuple,),
+    'num-methods': (int, float),
+    'bytes-methods': (bytes,),
+    'date-methods': None,   # datetime's classes, imported when the group is used
+}
+_FORMAT_NAMES = ('format', 'format_map')
+_RISKY_IMPORTS = frozenset(('os', 'sys', 'socket', 'builtins', 'shutil', 'subprocess', 'ctypes', 'importlib',
+                            'posix', 'gc', 'inspect', 'pickle', 'marshal', 'code', 'codeop', 'runpy'))
+# Classes whose class pattern matches the subject itself (no __match_args__).
+_SELF_MATCH = frozenset(('bool', 'bytearray', 'bytes', 'dict', 'float', 'frozenset', 'int', 'list', 'set',
+                         'str', 'tuple'))
+_NAMESPACES = ('adaptive', 'closed', 'caller')
+_DEFAULTS = {
+    'namespace': 'adaptive', 'timeout': 5.0, 'max_iterations': 1000000, 'max_call_depth': 20,
+    'max_depth': 20, 'max_nodes': 5000, 'max_alloc': 10000000, 'max_leaked_threads': 4,
+}
+_LIST_KEYS = ('syntax', 'call', 'attribute', 'import', 'magic')
+_SET_ATTR = {'syntax': 'syntax', 'call': 'call', 'attribute': 'attribute', 'import': 'imp', 'magic': 'magic'}
+# A source may hold at most this many characters per allowed node (see _parse).
+SOURCE_CHARS_PER_NODE = 32
+
+
+def _is_dunder(n):
+    return _len(n) > 4 and n[:2] == '__' and n[-2:] == '__'
+
+
+def _star(p, s):
+    """Glob match where '*' is the only metacharacter and the match covers the
+    whole name."""
+    parts = p.split('*')
+    if _len(parts) == 1:
+        return p == s
+    head = parts[0]
+    tail = parts[-1]
+    if _len(s) < _len(head) + _len(tail) or not s.startswith(head) or not s.endswith(tail):
+        return False
+    i = _len(head)
+    end = _len(s) - _len(tail)
+    for mid in parts[1:-1]:
+        if not mid:
+            continue
+        j = s.find(mid, i, end)
+        if j < 0:
+            return False
+        i = j + _len(mid)
+    return True
+
+
+# ---------------------------------------------------------------- profiles
+
+class _NameSet:
+    """One list key: exact names and '*' patterns, allow and deny; deny wins."""
+    __slots__ = ('key', 'allow', 'deny', 'allow_pat', 'deny_pat')
+
+    def __init__(self, key, allow, deny):
+        self.key = key
+        self.allow = set()
+        self.deny = set()
+        self.allow_pat = []
+        self.deny_pat = []
+        for tokens, exact, pats in ((allow, self.allow, self.allow_pat), (deny, self.deny, self.deny_pat)):
+            for t in tokens:
+                if _type(t) is not str or not t:
+                    raise ValueError('eval profile: %s holds %r, not a name' % (key, t))
+                if '*' in t:
+                    if key == 'syntax':
+                        raise ValueError("eval profile: syntax pattern %r: patterns are not allowed on eval-syntax" % t)
+                    pats.append(t)
+                elif key == 'syntax' and t in _SYNTAX_GROUPS:
+                    exact.update(_SYNTAX_GROUPS[t])
+                elif key == 'attribute' and '-' in t:
+                    exact.update(_attr_group(t))
+                else:
+                    exact.add(t)
+        if key == 'syntax':
+            self.allow |= _CORE
+        elif key == 'attribute':
+            exact_allow = set(t for t in allow if '*' not in t and '-' not in t)
+            for n in _FORMAT_NAMES:
+                if n not in exact_allow:
+                    self.deny.add(n)
+        self.allow = frozenset(self.allow)
+        self.deny = frozenset(self.deny)
+        self.allow_pat = tuple(self.allow_pat)
+        self.deny_pat = tuple(self.deny_pat)
+
+    def allows(self, name):
+        if name in self.deny:
+            return False
+        for p in self.deny_pat:
+            if _star(p, name):
+                return False
+        if name in self.allow:
+            return True
+        for p in self.allow_pat:
+            if _star(p, name):
+                return True
+        return False
+
+
+def _attr_group(g):
+    if g not in _ATTR_GROUP_TYPES:
+        raise ValueError('eval profile: unknown attribute group %r (known: %s)' % (g, ', '.join(sorted(_ATTR_GROUP_TYPES))))
+    types = _ATTR_GROUP_TYPES[g]
+    if types is None:
+        import datetime
+        types = (datetime.date, datetime.time, datetime.datetime, datetime.timedelta)
+    out = set()
+    for t in types:
+        out.update(n for n in dir(t) if not n.startswith('_'))
+    if g == 'str-methods':
+        out.difference_update(_FORMAT_NAMES)
+    return out
+
+
+class Profile:
+    """A checked eval profile (see compile_profile)."""
+
+    def __init__(self, d):
+        if _type(d) is not dict:
+            raise TypeError('eval profile: expected a dict, got %s' % _type(d).__name__)
+        known = set(_LIST_KEYS) | set(_DEFAULTS) | {'name', 'v'}
+        unknown = sorted(k for k in d if k not in known)
+        if unknown:
+            raise ValueError('eval profile: unknown key(s) %s' % ', '.join(map(repr, unknown)))
+        v = d.get('v', VERSION)
+        if v != VERSION:
+            raise ValueError('eval profile: version %r, this guard reads version %d' % (v, VERSION))
+        name = d.get('name', '')
+        if _type(name) is not str:
+            raise ValueError('eval profile: name must be a str')
+        self.name = name
+        self.source_ref = '<eval:%s>' % (name or 'default')
+        for k in _LIST_KEYS:
+            spec = d.get(k) or {}
+            if _type(spec) is not dict or set(spec) - {'allow', 'deny'}:
+                raise ValueError("eval profile: %s must be {'allow': [...], 'deny': [...]}" % k)
+            allow = spec.get('allow') or []
+            deny = spec.get('deny') or []
+            if _type(allow) not in (list, tuple) or _type(deny) not in (list, tuple):
+                raise ValueError('eval profile: %s allow/deny must be lists' % k)
+            setattr(self, _SET_ATTR[k], _NameSet(k, allow, deny))
+        ns = d.get('namespace', _DEFAULTS['namespace'])
+        if ns not in _NAMESPACES:
+            raise ValueError('eval profile: unknown namespace mode %r, expected one of %r' % (ns, list(_NAMESPACES)))
+        self.namespace = ns
+        t = d.get('timeout', _DEFAULTS['timeout'])
+        if _type(t) not in (int, float) or not (t > 0) or t != t:
+            raise ValueError('eval profile: timeout must be a positive number of seconds')
+        self.timeout = float(t)
+        for k in ('max_iterations', 'max_call_depth', 'max_depth', 'max_nodes', 'max_alloc', 'max_leaked_threads'):
+            x = d.get(k, _DEFAULTS[k])
+            if _type(x) is not int or x < 0:
+                raise ValueError('eval profile: %s must be a non-negative int' % k)
+            setattr(self, k, x)
+        self._attr = {}
+        self._syntax = {}
+        # Builtins of the namespace: the callables eval-call allows (dunders other
+        # than __import__ and __build_class__ never enter it).
+        self.builtin_names = tuple(sorted(
+            n for n in _RAW if self.call.allows(n) and not n.startswith(_RESERVED)
+            and (not _is_dunder(n) or n in ('__import__', '__build_class__'))))
+        self.classes = self.syntax_ok('ClassDef')
+        self.import_syntax = self.syntax_ok('Import') or self.syntax_ok('ImportFrom')
+
+    def rule(self, key, value):
+        """The rule line setting key to value in this profile: eval-call=len, or
+        eval-call:calc=len for the profile named calc."""
+        return '%s%s=%s' % (key, ':' + self.name if self.name else '', value)
+
+    def syntax_ok(self, node):
+        r = self._syntax.get(node)
+        if r is None:
+            r = self._syntax[node] = self.syntax.allows(node)
+        return r
+
+    def attr_verdict(self, name):
+        """None when name may be read as an attribute, else (kind, rule, fix,
+        message at run time, message of the static check)."""
+        r = self._attr.get(name, 0)
+        if r == 0:
+            r = self._attr_verdict(name)
+            if _len(self._attr) < 4096:
+                self._attr[name] = r
+        return r
+
+    def _attr_verdict(self, name):
+        v = _name_verdict(self, name)
+        if v is not None:
+            return v
+        if _is_dunder(name):
+            if self.magic.allows(name):
+                return None
+            fix = self.rule('eval-magic', name)
+            return ('magic', 'eval-magic', fix,
+                    "'%s' is denied by the eval guard: a dunder name opens the type hierarchy. "
+                    "Add `%s` to allow it." % (name, fix),
+                    "dunder attribute '%s' is not allowed by eval-magic (it opens the whole type hierarchy)" % name)
+        if self.attribute.allows(name):
+            return None
+        fix = self.rule('eval-attribute', name)
+        if name in _FORMAT_NAMES:
+            return ('attribute', 'eval-attribute', fix,
+                    "'%s' is denied by the eval guard: str.%s is granted only by its exact name (its templates "
+                    "are then checked field by field at run time; an f-string is the safer choice). "
+                    "Add `%s` to allow it." % (name, name, fix),
+                    "attribute '%s' is not allowed by eval-attribute: str.%s is granted only by its exact name "
+                    "(its templates are then checked field by field at run time; an f-string is the safer choice)"
+                    % (name, name))
+        return ('attribute', 'eval-attribute', fix,
+                "'%s' is denied by the eval guard. Add `%s` to allow it." % (name, fix),
+                "attribute '%s' is not allowed by eval-attribute" % name)
+
+
+def _name_verdict(P, name):
+    if name.startswith(_RESERVED):
+        m = ("'%s' is denied by the eval guard: the prefix __sb_ is reserved for the guard's helpers "
+             "(no rule grants it): rename it." % name)
+        return ('reserved', '', '', m, m)
+    if name in _FRAME:
+        m = "'%s' is denied by the eval guard: frame capture is always refused and no eval- rule grants it." % name
+        return ('frame', 'eval-attribute', '', m, m)
+    if name in _INTERNALS:
+        m = ("'%s' is denied by the eval guard: it reaches the evaluation's own globals, code, cells or "
+             "builtins, which is always refused (no eval- rule grants it)." % name)
+        return ('frame', 'eval-magic', '', m, m)
+    return None
+
+
+_PROFILES = {}
+
+
+def compile_profile(profile):
+    """A Profile from a profile dict (a Profile is returned as is). Checked
+    profiles are kept, keyed by their content (at most 64)."""
+    if _isinstance(profile, Profile):
+        return profile
+    if _type(profile) is not dict:
+        raise TypeError('eval profile: expected a dict, got %s' % _type(profile).__name__)
+    try:
+        key = _marshal.dumps(profile)
+    except ValueError:
+        raise ValueError('eval profile: only str, int, float, bool, list and dict values are accepted') from None
+    p = _PROFILES.get(key)
+    if p is None:
+        p = Profile(profile)
+        if _len(_PROFILES) >= 64:
+            _PROFILES.clear()
+        _PROFILES[key] = p
+    return p
+
+
+# ---------------------------------------------------------------- report
+
+def _line_of(source, line):
+    if source is None or line < 1:
+        return None
+    lines = source.split('\n', line)
+    if line > _len(lines):
+        return None
+    return lines[line - 1].rstrip('\r\n')
+
+
+def _render(vs, source_ref, source):
+    n = _len(vs)
+    out = ['%d rule%s violated in %s' % (n, '' if n == 1 else 's', source_ref)]
+    for v in vs:
+        if v.get('line'):
+            out.append('  line %d, col %d: %s' % (v['line'], v.get('col') or 0, v['message']))
+            text = _line_of(source, v['line'])
+            if text is not None and text.strip():
+                stripped = text.strip()
+                lead = _len(text) - _len(text.lstrip())
+                start = max(0, (v.get('col') or 1) - 1 - lead)
+                width = max(1, min(_len(stripped) - start, v.get('width') or 1))
+                out.append('    ' + stripped)
+                out.append('    ' + ' ' * start + '^' * width)
+        else:
+            out.append('  %s' % v['message'])
+        if v.get('fix'):
+            out.append('    add: ' + v['fix'])
+        else:
+            out.append('    no eval- rule allows it')
+        if v.get('warning'):
+            out.append('    \u26a0 ' + v['warning'])
+    return '\n'.join(out)
+
+
+def _viol(line, col, kind, name, message, fix='', warning='', width=0):
+    d = {'line': line, 'col': col, 'kind': kind, 'name': name, 'message': message, 'fix': fix}
+    if warning:
+        d['warning'] = warning
+    if width:
+        d['width'] = width
+    return d
+
+
+def _public(vs):
+    for v in vs:
+        v.pop('width', None)
+    return vs
+
+
+# ---------------------------------------------------------------- parse + check
+
+class _Source:
+    """Positions: CPython gives UTF-8 byte columns; violations give 1-based
+    character columns."""
+    __slots__ = ('text', 'lines')
+
+    def __init__(self, text):
+        self.text = text
+        self.lines = None
+
+    def col(self, line, bcol):
+        if self.text is None or line < 1:
+            return bcol + 1
+        if self.lines is None:
+            self.lines = self.text.split('\n')
+        if line > _len(self.lines):
+            return bcol + 1
+        s = self.lines[line - 1]
+        if s.isascii():
+            return bcol + 1
+        return _len(s.encode('utf-8', 'surrogatepass')[:bcol].decode('utf-8', 'replace')) + 1
+
+
+def _pos(src, node):
+    line = _getattr(node, 'lineno', None)
+    if line is None:
+        return 0, 0, 0
+    col = src.col(line, node.col_offset)
+    width = 0
+    el = _getattr(node, 'end_lineno', None)
+    if el == line and node.end_col_offset is not None:
+        width = src.col(line, node.end_col_offset) - col
+    return line, col, width
+
+
+def _parse(source, P, mode, filename):
+    """(tree, violations): the tree when the source parses, with the
+    violations of the profile."""
+    if _type(source) is not str:
+        if _isinstance(source, str):
+            source = str.__str__(source)
+        else:
+            raise TypeError('eval guard: the source must be a str, got %s' % _type(source).__name__)
+    n = _len(source)
+    # The parser builds the whole tree before it can be measured, and its memory
+    # grows with the source: a source may hold at most SOURCE_CHARS_PER_NODE
+    # characters per node allowed by eval-max-nodes, and at most eval-max-alloc.
+    lim = SOURCE_CHARS_PER_NODE * P.max_nodes
+    if n > lim:
+        need = -(-n // SOURCE_CHARS_PER_NODE)
+        return None, [_viol(0, 0, 'size', 'eval-max-nodes',
+                            'the source holds %d characters, more than %d (%d per node allowed by eval-max-nodes=%d)'
+                            % (n, lim, SOURCE_CHARS_PER_NODE, P.max_nodes), P.rule('eval-max-nodes', need))]
+    if n > P.max_alloc:
+        return None, [_viol(0, 0, 'size', 'eval-max-alloc',
+                            'the source holds %d characters, more than eval-max-alloc=%d' % (n, P.max_alloc),
+                            P.rule('eval-max-alloc', n))]
+    i = source.find('\x00')
+    if i >= 0:
+        line = source.count('\n', 0, i) + 1
+        col = i - (source.rfind('\n', 0, i) + 1) + 1
+        return None, [_viol(line, col, 'source', 'NUL', 'the source holds a NUL character')]
+    try:
+        source.encode('utf-8')
+    except UnicodeEncodeError as e:
+        i = e.start
+        line = source.count('\n', 0, i) + 1
+        col = i - (source.rfind('\n', 0, i) + 1) + 1
+        return None, [_viol(line, col, 'source', 'U+%04X' % ord(source[i]),
+                            'the source holds a lone surrogate (U+%04X): it is not valid text' % ord(source[i]))]
+    try:
+        tree = _compile(source, filename, mode, _ONLY_AST, True)
+    except SyntaxError as e:
+        msg = e.msg or 'invalid syntax'
+        if 'too many nested' in msg or 'too complex' in msg or 'too many statically nested' in msg:
+            return None, [_deep_violation(msg)]
+        line = e.lineno or 0
+        col = max(e.offset or 0, 1) if line else 0
+        return None, [_viol(line, col, 'parse', '', 'invalid Python (%s): %s' % (mode, msg))]
+    except (RecursionError, MemoryError) as e:
+        return None, [_deep_violation(str(e) or _type(e).__name__)]
+    except ValueError as e:
+        return None, [_viol(0, 0, 'source', '', 'the source cannot be parsed: %s' % e)]
+    return tree, _validate(tree, P, _Source(source))
+
+
+def _deep_violation(why):
+    return _viol(0, 0, 'depth', 'eval-max-depth',
+                 'the source nests deeper than CPython can parse (%s); no eval-max-depth makes it acceptable' % why)
+
+
+def _validate(tree, P, src):
+    """Every violation of the profile in tree, sorted by position; a single
+    violation when the tree nests deeper than eval-max-depth. Iterative: a deep
+    tree cannot exhaust the stack."""
+    ck = _Checker(P, src)
+    maxd = 0
+    count = 0
+    stack = [(tree, 1, None)]
+    AST = _AST
+    limit = P.max_depth
+    visit = ck.visit
+    while stack:
+        node, d, parent = stack.pop()
+        count += 1
+        if d > maxd:
+            maxd = d
+        loc = node if _getattr(node, 'lineno', None) is not None else parent
+        for f in node._fields:
+            v = _getattr(node, f, None)
+            if _type(v) is list:
+                for x in v:
+                    if _isinstance(x, AST):
+                        stack.append((x, d + 1, loc))
+            elif _isinstance(v, AST):
+                stack.append((v, d + 1, loc))
+        if maxd <= limit:
+            visit(node, loc)
+    if maxd > limit:
+        return [_viol(0, 0, 'depth', 'eval-max-depth', 'the source nests %d levels deep, more than eval-max-depth=%d'
+                      % (maxd, limit), P.rule('eval-max-depth', maxd))]
+    out = ck.out
+    if count > P.max_nodes:
+        out.append(_viol(0, 0, 'nodes', 'eval-max-nodes', 'the source holds %d nodes, more than eval-max-nodes=%d'
+                         % (count, P.max_nodes), P.rule('eval-max-nodes', count)))
+    out.sort(key=lambda v: (v['line'] or 1 << 30, v['col']))
+    return out
+
+
+class _Checker:
+    """The per-node checks of _validate."""
+    __slots__ = ('P', 'src', 'out', 'loc', 'callees')
+
+    def __init__(self, P, src):
+        self.P = P
+        self.src = src
+        self.out = []
+        self.loc = None
+        self.callees = set()   # ids of Name nodes called (a dunder callee is judged by eval-call)
+
+    def add(self, kind, target, message, fix='', warning='', at=None):
+        at = at if at is not None else self.loc
+        line, col, width = _pos(self.src, at) if at is not None else (0, 0, 0)
+        self.out.append(_viol(line, col, kind, target, message, fix, warning, width))
+
+    def ident(self, n, callee=False):
+        P = self.P
+        v = _name_verdict(P, n)
+        if v is None and not callee and _is_dunder(n) and not P.magic.allows(n) and not P.call.allows(n):
+            m = "dunder name '%s' is not allowed by eval-magic (it opens the whole type hierarchy)" % n
+            v = ('magic', 'eval-magic', P.rule('eval-magic', n), m, m)
+        if v is not None:
+            self.add(v[0], n, v[4], v[2])
+
+    def attr(self, n, kind=None, at=None, prefix=''):
+        v = self.P.attr_verdict(n)
+        if v is not None:
+            self.add(kind or v[0], n, prefix + v[4], v[2], at=at)
+
+    def visit(self, node, loc):
+        self.loc = loc
+        P = self.P
+        cls = _type(node)
+        name = cls.__name__
+        if not (_isinstance(node, _MARKERS) or name in _FREE) and not P.syntax_ok(name):
+            g = _NODE_GROUP.get(name)
+            if g is not None and g != name:
+                fix = '%s (or, narrower: %s)' % (P.rule('eval-syntax', g), P.rule('eval-syntax', name))
+            else:
+                fix = P.rule('eval-syntax', name)
+            self.add('syntax', name, "'%s' is not allowed by eval-syntax" % name, fix)
+        if cls is _ast.Name:
+            self.ident(node.id, id(node) in self.callees)
+        elif cls is _ast.Attribute:
+            if _type(node.ctx) is not _ast.Load:
+                self.add('attribute', node.attr, "attribute '%s' is assigned or deleted: the sub-language never "
+                         "mutates attributes" % node.attr)
+            else:
+                self.attr(node.attr)
+        elif cls is _ast.Call:
+            f = node.func
+            if _type(f) is _ast.Name:
+                self.callees.add(id(f))
+                if _name_verdict(P, f.id) is None and not P.call.allows(f.id):
+                    self.add('call', f.id, "calling '%s' is not allowed by eval-call" % f.id, P.rule('eval-call', f.id))
+            elif (_type(f) is _ast.Attribute and f.attr in _FORMAT_NAMES and _type(f.value) is _ast.Constant
+                    and _type(f.value.value) is str):
+                for fname in _template_attrs(f.value.value):
+                    self.attr(fname, 'format', f.value, "template field reads '%s': " % fname)
+        elif cls in (_ast.FunctionDef, _ast.AsyncFunctionDef, _ast.ClassDef):
+            self.ident(node.name)
+        elif cls is _ast.arg:
+            self.ident(node.arg)
+        elif cls is _ast.keyword:
+            if node.arg is not None:
+                self.ident(node.arg)
+        elif cls is _ast.alias:
+            for part in node.name.split('.'):
+                if part != '*':
+                    self.ident(part)
+            if node.asname is not None:
+                self.ident(node.asname)
+        elif cls is _ast.Import:
+            for a in node.names:
+                self.module(a.name)
+        elif cls is _ast.ImportFrom:
+            if node.level:
+                self.add('import', '.' * node.level + (node.module or ''), 'relative imports are refused: name the '
+                         'module in full')
+            elif node.module is not None:
+                self.module(node.module)
+            for a in node.names:
+                if a.name == '*':
+                    self.add('import', '*', 'a star import binds names the source does not show: import them by '
+                             'name')
+        elif cls is _ast.ExceptHandler:
+            if node.name is not None:
+                self.ident(node.name)
+        elif cls is _ast.Global or cls is _ast.Nonlocal:
+            for n in node.names:
+                self.ident(n)
+        elif cls is _ast.MatchAs or cls is _ast.MatchStar:
+            if node.name is not None:
+                self.ident(node.name)
+        elif cls is _ast.MatchMapping:
+            if node.rest is not None:
+                self.ident(node.rest)
+        elif cls is _ast.MatchClass:
+            for a in node.kwd_attrs:
+                self.attr(a)
+            if node.patterns and not (_type(node.cls) is _ast.Name and node.cls.id in _SELF_MATCH):
+                self.add('syntax', 'MatchClass', "a class pattern with positional sub-patterns reads the attributes "
+                         "named by the class's __match_args__, which the guard cannot check: use keyword "
+                         "sub-patterns")
+        elif name in ('TypeVar', 'ParamSpec', 'TypeVarTuple'):
+            self.ident(node.name)
+
+    def module(self, mod):
+        if self.P.imp.allows(mod):
+            return
+        root = mod.split('.')[0]
+        warning = ''
+        if root in _RISKY_IMPORTS:
+            warning = ("'%s' hands evaluated code a capability the import guard treats as sensitive: prefer "
+                       "passing the few functions needed through the namespace" % root)
+        self.add('import', mod, "importing '%s' is not allowed by eval-import" % mod, self.P.rule('eval-import', mod), warning)
+
+
+def _template_attrs(tpl, depth=2):
+    """The attribute names the fields of a str.format template read (nested
+    spec fields included)."""
+    out = []
+    try:
+        for literal, field, spec, conv in _string.formatter_parser(tpl):
+            if field is not None:
+                first, rest = _string.formatter_field_name_split(field)
+                for is_attr, n in rest:
+                    if is_attr:
+                        out.append(n)
+            if spec and depth > 1 and '{' in spec:
+                out.extend(_template_attrs(spec, depth - 1))
+    except (ValueError, TypeError):
+        pass  # a malformed template fails when it is used
+    return out
+
+
+# ---------------------------------------------------------------- rewrite
+
+_BINOPS = {_ast.Add: '+', _ast.Mult: '*', _ast.Pow: '**', _ast.LShift: '<<', _ast.Mod: '%'}
+_OPS = {
+    '+': _operator.add, '*': _operator.mul, '**': _operator.pow, '<<': _operator.lshift, '%': _operator.mod,
+    '+=': _operator.iadd, '*=': _operator.imul, '**=': _operator.ipow, '<<=': _operator.ilshift,
+    '%=': _operator.imod,
+}
+_LOC = ('lineno', 'col_offset', 'end_lineno', 'end_col_offset')
+
+
+def _at(new, old):
+    for a in _LOC:
+        setattr(new, a, _getattr(old, a, None) if a.startswith('end') else _getattr(old, a, 1 if a == 'lineno' else 0))
+    return new
+
+
+def _nm(i, old, ctx=None):
+    return _at(_ast.Name(id=i, ctx=ctx or _ast.Load()), old)
+
+
+def _call(fn, args, old):
+    return _at(_ast.Call(func=_nm(fn, old), args=args, keywords=[]), old)
+
+
+def _const(v, old):
+    return _at(_ast.Constant(value=v), old)
+
+
+def _stmt(fn, old, args=()):
+    return _at(_ast.Expr(value=_call(fn, list(args), old)), old)
+
+
+class _RW:
+    __slots__ = ('writable',)
+
+    def __init__(self):
+        self.writable = False
+
+
+def _rewrite(node, cx):
+    """Rewrite node's subtree (children first); returns the replacement (a list
+    for a statement that becomes several)."""
+    cls = _type(node)
+    if cls is _ast.MatchClass:
+        _children(node, cx, ('patterns', 'kwd_patterns'))
+    elif cls is _ast.MatchMapping:
+        _children(node, cx, ('patterns',))   # keys: constants or dotted names
+    elif cls is _ast.MatchValue:
+        pass  # a constant or a dotted name (checked statically)
+    else:
+        _children(node, cx, node._fields)
+
+    if cls is _ast.Attribute:
+        return _call('__sb_getattr__', [node.value, _const(node.attr, node)], node)
+    if cls is _ast.BinOp:
+        op = _BINOPS.get(_type(node.op))
+        if op is not None:
+            return _call('__sb_binop__', [_const(op, node), node.left, node.right], node)
+        return node
+    if cls is _ast.Subscript:
+        if _type(node.ctx) is not _ast.Load:
+            node.value = _call('__sb_writable__', [node.value], node)
+            cx.writable = True
+        return node
+    if cls is _ast.FormattedValue:
+        if node.format_spec is not None:
+            conv = _const(node.conversion, node)
+            node.value = _call('__sb_format__', [node.value, conv, node.format_spec], node)
+            node.conversion = -1
+            node.format_spec = None
+        return node
+    if cls in (_ast.For, _ast.AsyncFor, _ast.While):
+        node.body.insert(0, _stmt('__sb_tick__', node))
+        return node
+    if cls is _ast.comprehension:
+        fn = '__sb_aiter__' if node.is_async else '__sb_iter__'
+        node.iter = _call(fn, [node.iter], node.iter)
+        return node
+    if cls in (_ast.FunctionDef, _ast.AsyncFunctionDef):
+        body = node.body
+        doc = []
+        if body and _type(body[0]) is _ast.Expr and _type(body[0].value) is _ast.Constant and \
+                _type(body[0].value.value) is str:
+            doc = [body.pop(0)]
+        first = body[0] if body else node
+        t = _at(_ast.Try(body=body or [_at(_ast.Pass(), node)], handlers=[], orelse=[],
+                         finalbody=[_stmt('__sb_leave__', first)]), first)
+        node.body = doc + [_stmt('__sb_enter__', first), t]
+        return node
+    if cls is _ast.Lambda:
+        return _call('__sb_func__', [node], node)
+    if cls is _ast.ExceptHandler:
+        node.body.insert(0, _stmt('__sb_check__', node))
+        return node
+    if cls is _ast.Try or cls is _getattr(_ast, 'TryStar', None):
+        if node.finalbody:
+            node.finalbody.insert(0, _stmt('__sb_check__', node.finalbody[0]))
+        return node
+    if cls in (_ast.With, _ast.AsyncWith):
+        return [node, _stmt('__sb_check__', node)]
+    if cls is _ast.AugAssign:
+        op = _BINOPS.get(_type(node.op))
+        if op is None:
+            return node
+        op += '='
+        t = node.target
+        if _type(t) is _ast.Name:
+            return _at(_ast.Assign(targets=[_nm(t.id, t, _ast.Store())],
+                                   value=_call('__sb_binop__', [_const(op, node), _nm(t.id, t), node.value], node)),
+                       node)
+        if _type(t) is _ast.Subscript:
+            key = t.slice
+            if _type(key) is _ast.Slice:
+                key = _call('__sb_slice__', [key.lower or _const(None, t), key.upper or _const(None, t),
+                                             key.step or _const(None, t)], t)
+            bind_c = _at(_ast.Assign(targets=[_nm('__sb_container__', t, _ast.Store())], value=t.value), node)
+            bind_k = _at(_ast.Assign(targets=[_nm('__sb_key__', t, _ast.Store())], value=key), node)
+            read = _at(_ast.Subscript(value=_nm('__sb_container__', t), slice=_nm('__sb_key__', t),
+                                      ctx=_ast.Load()), t)
+            store = _at(_ast.Subscript(value=_nm('__sb_container__', t), slice=_nm('__sb_key__', t),
+                                       ctx=_ast.Store()), t)
+            assign = _at(_ast.Assign(targets=[store],
+                                     value=_call('__sb_binop__', [_const(op, node), read, node.value], node)), node)
+            return [bind_c, bind_k, assign]
+        return node  # an attribute target is refused statically
+    return node
+
+
+def _children(node, cx, fields):
+    AST = _AST
+    for f in fields:
+        v = _getattr(node, f, None)
+        if _type(v) is list:
+            new = []
+            for x in v:
+                if _isinstance(x, AST):
+                    r = _rewrite(x, cx)
+                    if _type(r) is list:
+                        new.extend(r)
+                    else:
+                        new.append(r)
+                else:
+                    new.append(x)
+            v[:] = new
+        elif _isinstance(v, AST):
+            setattr(node, f, _rewrite(v, cx))
+
+
+def _copy(node):
+    """A deep copy of an AST (for a tree handed in by the caller)."""
+    AST = _AST
+
+    def cp(n):
+        c = _type(n).__new__(_type(n))
+        for f in n._fields:
+            v = _getattr(n, f, None)
+            if _type(v) is list:
+                setattr(c, f, [cp(x) if _isinstance(x, AST) else x for x in v])
+            elif _isinstance(v, AST):
+                setattr(c, f, cp(v))
+            else:
+                setattr(c, f, v)
+        for a in n._attributes:
+            if _hasattr(n, a):
+                setattr(c, a, _getattr(n, a))
+        return c
+    return cp(node)
+
+
+def _prepare(P, source, mode, filename, tree=None):
+    """Parse (unless tree is given), check, rewrite and compile. Returns (code,
+    uses_writable); raises Rejected."""
+    if tree is None:
+        tree, vs = _parse(source, P, mode, filename)
+    else:
+        vs = _validate(tree, P, _Source(None))
+    if vs:
+        raise Rejected(vs, P.source_ref, source)
+    cx = _RW()
+    try:
+        tree = _rewrite(tree, cx)
+        code = _compile(tree, filename, mode, 0, True)
+    except SyntaxError as e:
+        line = e.lineno or 0
+        v = _viol(line, e.offset or 0, 'parse', '', 'invalid Python (%s): %s' % (mode, e.msg))
+        raise Rejected([v], P.source_ref, source) from None
+    except (RecursionError, MemoryError) as e:
+        raise Rejected([_deep_violation(str(e) or _type(e).__name__)], P.source_ref, source) from None
+    return code, cx.writable
+
+
+def check(src, profile, mode='eval'):
+    """Every violation of profile in src (mode 'eval' or 'exec'), as a list of
+    dicts {line, col, kind, name, message, fix[, warning]}: line and col are
+    1-based (0 for the whole source), fix the rule line that allows it ('' when
+    no rule can). An empty list means run would accept the source: it parsed,
+    passed the profile, was rewritten and compiled."""
+    if mode not in ('eval', 'exec'):
+        raise ValueError("eval guard: mode must be 'eval' or 'exec', not %r" % (mode,))
+    P = compile_profile(profile)
+    tree, vs = _parse(src, P, mode, P.source_ref)
+    if vs or tree is None:
+        return _public(vs)
+    try:
+        _prepare(P, src, mode, P.source_ref, tree)
+    except Rejected as e:
+        return e.violations
+    return []
+
+
+# ---------------------------------------------------------------- runtime
+
+_TLS = _thread._local()
+
+
+def _current():
+    s = _getattr(_TLS, 'stack', None)
+    return s[-1] if s else None
+
+
+def _push(st):
+    s = _getattr(_TLS, 'stack', None)
+    if s is None:
+        s = _TLS.stack = []
+    s.append(st)
+
+
+def _pop():
+    _TLS.stack.pop()
+
+
+_SEQ = (str, bytes, bytearray, list, tuple)
+_GROWABLE = (str, bytes, bytearray, list)
+
+
+def _size(x):
+    if _isinstance(x, str):
+        return _len(x) if x.isascii() else 4 * _len(x)
+    if _isinstance(x, (bytes, bytearray)):
+        return _len(x)
+    return 8 * _len(x)
+
+
+_HUGE = 1 << 62
+
+
+def _spec_size(spec):
+    """An upper bound of what a format spec's width and precision add: the sum
+    of its digit runs."""
+    total = 0
+    run = ''
+    for ch in spec + ' ':
+        if '0' <= ch <= '9':
+            run += ch
+            continue
+        if run:
+            total += _HUGE if _len(run) > 18 else int(run)
+            run = ''
+    return total
+
+
+def _percent_size(fmt, args):
+    """An upper bound of the size of fmt % args (str or bytes formatting)."""
+    if not _isinstance(fmt, str):
+        fmt = bytes(fmt).decode('latin-1')
+        unit = 1
+    else:
+        unit = 1 if fmt.isascii() else 4
+    vals = args if _type(args) is tuple else (args,)
+    total = _len(fmt)
+    L = _len(fmt)
+    i = 0
+    k = 0
+    while True:
+        i = fmt.find('%', i)
+        if i < 0 or i + 1 >= L:
+            break
+        i += 1
+        if fmt[i] == '%':
+            i += 1
+            continue
+        if fmt[i] == '(':
+            depth = 1
+            i += 1
+            while i < L and depth:
+                depth += {'(': 1, ')': -1}.get(fmt[i], 0)
+                i += 1
+        while i < L and fmt[i] in '-+ #0':
+            i += 1
+        for _ in (0, 1):
+            if i < L and fmt[i] == '*':
+                w = vals[k] if k < _len(vals) else 0
+                k += 1
+                total += w if _type(w) is int and w > 0 else 0
+                i += 1
+            else:
+                j = i
+                while i < L and '0' <= fmt[i] <= '9':
+                    i += 1
+                if i > j:
+                    total += _HUGE if i - j > 18 else int(fmt[j:i])
+            if i < L and fmt[i] == '.':
+                i += 1
+                continue
+            break
+        while i < L and fmt[i] in 'hlL':
+            i += 1
+        i += 1
+        k += 1
+    return total * unit
+
+
+class _State:
+    """One evaluation: its profile, budgets and helpers. The helpers bound into
+    the namespace are its methods; functions the evaluated code defines keep
+    charging this state when they are called later (each outermost call from
+    outside an evaluation starts fresh budgets)."""
+
+    def __init__(self, P, engine=None):
+        self.P = P
+        self.engine = engine
+        self.n = 0
+        self.depth = 0
+        self.active = 0
+        self.stop = None
+        self.deadline = _monotonic() + P.timeout
+        self.supplied = None
+        self.sources = []
+        self.helpers = {
+            '__sb_tick__': self.tick, '__sb_enter__': self.enter, '__sb_leave__': self.leave,
+            '__sb_func__': self.func, '__sb_getattr__': self.getattr, '__sb_binop__': self.binop,
+            '__sb_iter__': self.iter, '__sb_aiter__': self.aiter, '__sb_format__': self.format,
+            '__sb_writable__': self.writable, '__sb_check__': self.check, '__sb_slice__': slice,
+        }
+        self.own = set(id(v) for k, v in self.helpers.items() if k != '__sb_slice__')
+        self.own.add(id(self))
+        self._builtins = None
+
+    # -- budgets
+
+    def interrupt(self, budget, limit, message=None):
+        self.stop = (budget, limit, message)
+        self.again()
+
+    def again(self):
+        e = Interrupted(*self.stop)
+        self.report(e)
+        raise e
+
+    def report(self, e):
+        eng = self.engine
+        if eng is not None and eng.report is not None:
+            try:
+                eng.report(e)
+            except Exception:
+                pass
+
+    def rearm(self):
+        self.n = 0
+        self.stop = None
+        self.deadline = _monotonic() + self.P.timeout
+
+    def tick(self):
+        if self.stop is not None:
+            self.again()
+        n = self.n = self.n + 1
+        if n > self.P.max_iterations:
+            self.interrupt('eval-max-iterations', self.P.max_iterations)
+        if not n & 31 and _monotonic() > self.deadline:
+            self.interrupt('eval-timeout', self.P.timeout)
+
+    def check(self):
+        if self.stop is not None:
+            self.again()
+
+    def enter(self):
+        if self.active == 0 and self.depth == 0:
+            self.rearm()  # a call from outside any evaluation: fresh budgets
+        if self.stop is not None:
+            self.again()
+        if _monotonic() > self.deadline:
+            self.interrupt('eval-timeout', self.P.timeout)
+        if self.depth >= self.P.max_call_depth:
+            self.interrupt('eval-max-call-depth', self.P.max_call_depth)
+        self.depth += 1
+
+    def leave(self):
+        if self.depth > 0:
+            self.depth -= 1
+
+    def iter(self, it):
+        tick = self.tick
+        for x in it:
+            tick()
+            yield x
+
+    async def aiter(self, it):
+        tick = self.tick
+        async for x in it:
+            tick()
+            yield x
+
+    def func(self, fn):
+        enter = self.enter
+        leave = self.leave
+
+        def call(*a, **k):
+            enter()
+            try:
+                return fn(*a, **k)
+            finally:
+                leave()
+        try:
+            call.__name__ = fn.__name__
+            call.__qualname__ = fn.__qualname__
+        except (AttributeError, TypeError):
+            pass
+        return call
+
+    def alloc(self, what, size):
+        if size > self.P.max_alloc:
+            lim = self.P.max_alloc
+            self.interrupt('eval-max-alloc', lim,
+                           'evaluation interrupted: eval-max-alloc=%d exhausted: %s would allocate about %s bytes'
+                           % (lim, what, size if size < _HUGE else 'unbounded'))
+
+    def binop(self, op, l, r):
+        if self.stop is not None:
+            self.again()
+        c = op[0]
+        if c == '+':
+            if _isinstance(l, _SEQ) and _isinstance(r, _SEQ):
+                self.alloc(op, _size(l) + _size(r))
+        elif op == '*' or op == '*=':
+            if _isinstance(l, int):
+                if _isinstance(r, int):
+                    if l and r:
+                        self.alloc(op, (l.bit_length() + r.bit_length() + 7) // 8)
+                elif _isinstance(r, _SEQ) and _type(l) is not bool:
+                    self.alloc(op, _size(r) * l)
+            elif _isinstance(l, _SEQ) and _isinstance(r, int) and _type(r) is not bool:
+                self.alloc(op, _size(l) * r)
+        elif c == '*':   # ** and **=
+            if _isinstance(l, int) and _isinstance(r, int) and r > 0 and (l > 1 or l < -1):
+                bits = l.bit_length() * r
+                if bits > self.P.max_alloc * 8:
+                    self.alloc(op, (bits + 7) // 8)
+        elif c == '<':
+            if _isinstance(l, int) and _isinstance(r, int) and l and r > 0:
+                bits = l.bit_length() + r
+                if bits > self.P.max_alloc * 8:
+                    self.alloc(op, (bits + 7) // 8)
+        elif c == '%':
+            if _isinstance(l, (str, bytes, bytearray)):
+                self.alloc(op, _percent_size(l, r))
+        return _OPS[op](l, r)
+
+    def format(self, v, conv, spec):
+        if self.stop is not None:
+            self.again()
+        if conv == 115:
+            v = str(v)
+        elif conv == 114:
+            v = repr(v)
+        elif conv == 97:
+            v = ascii(v)
+        if _type(spec) is str and spec:
+            self.alloc('a format spec', _spec_size(spec))
+        return _format(v, spec)
+
+    def writable(self, c):
+        sup = self.supplied
+        if sup is not None and id(c) in sup:
+            raise self.denied('an object the application supplied', '', 'write',
+                              'evaluated code cannot write into an object the application supplied '
+                              '(build a new one instead)')
+        return c
+
+    # -- names
+
+    def denied(self, target, rule, kind, message, fix=''):
+        e = Denied(message, target, rule, kind, fix)
+        self.report(e)
+        return e
+
+    def gate(self, n, kind=None):
+        """Check an attribute name; returns it as an exact str."""
+        if _type(n) is not str:
+            if not _isinstance(n, str):
+                raise TypeError('attribute name must be string, not %r' % _type(n).__name__)
+            n = str.__str__(n)
+        v = self.P.attr_verdict(n)
+        if v is not None:
+            raise self.denied(n, v[1], kind or v[0], v[3], v[2])
+        return n
+
+    def getattr(self, o, n):
+        if self.stop is not None:
+            self.again()
+        n = self.gate(n)
+        if id(o) in self.own:
+            raise self.denied(n, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers expose no "
+                              "attribute." % n)
+        v = _getattr(o, n)
+        return self.post(o, n, v)
+
+    def post(self, o, n, v):
+        if n in _FORMAT_NAMES:
+            if v is _STR_FORMAT or v is _STR_FORMAT_MAP:
+                return self.unbound_format(n)
+            if _type(v) is _BUILTIN_METHOD and _isinstance(_getattr(v, '__self__', None), str):
+                return self.bound_format(str.__str__(v.__self__), n)
+        elif n in _ALLOC_METHODS:
+            if _isinstance(o, _GROWABLE) and _type(v) is _BUILTIN_METHOD:
+                return _ALLOC_METHODS[n](self, o, v)
+            if _isinstance(o, type) and issubclass(o, _GROWABLE) and callable(v):
+                return self.unbound_alloc(o, n, v)
+        sm = sys.modules.get('string')
+        if sm is not None:
+            F = _getattr(sm, 'Formatter', None)
+            if _isinstance(F, type) and (_isinstance(o, F) or (_isinstance(o, type) and issubclass(o, F))) and \
+                    callable(v):
+                _patch_formatter(F)
+                return self.carry(v)
+        return v
+
+    def unbound_alloc(self, cls, n, m):
+        st = self
+
+        def unbound(self, *a, **k):
+            if not _isinstance(self, cls):
+                return m(self, *a, **k)  # the descriptor raises its own TypeError
+            return _ALLOC_METHODS[n](st, self, _getattr(self, n))(*a, **k)
+        return unbound
+
+    def carry(self, fn):
+        st = self
+
+        def carried(*a, **k):
+            _push(st)
+            try:
+                return fn(*a, **k)
+            finally:
+                _pop()
+        return carried
+
+    # -- str.format
+
+    def check_template(self, tpl):
+        for n in _template_attrs(tpl):
+            self.gate(n, 'format')
+
+    def vformat(self, tpl, args, kwargs):
+        self.check_template(tpl)
+        out, _ = self._vformat(tpl, args, kwargs, 2, 0)
+        return ''.join(out)
+
+    def _vformat(self, tpl, args, kwargs, depth, auto):
+        if depth < 0:
+            raise ValueError('Max string recursion exceeded')
+        out = []
+        for literal, field, spec, conv in _string.formatter_parser(tpl):
+            if literal:
+                out.append(literal)
+            if field is None:
+                continue
+            first, rest = _string.formatter_field_name_split(field)
+            if first == '':
+                if auto is False:
+                    raise ValueError('cannot switch from manual field specification to automatic field numbering')
+                first = auto
+                auto += 1
+            elif _type(first) is int:
+                if auto:
+                    raise ValueError('cannot switch from automatic field numbering to manual field specification')
+                auto = False
+            obj = args[first] if _type(first) is int else kwargs[first]
+            for is_attr, i in rest:
+                obj = self.getattr(obj, i) if is_attr else obj[i]
+            if conv == 's':
+                obj = str(obj)
+            elif conv == 'r':
+                obj = repr(obj)
+            elif conv == 'a':
+                obj = ascii(obj)
+            elif conv is not None:
+                raise ValueError('Unknown conversion specifier %s' % conv)
+            if spec and '{' in spec:
+                parts, auto = self._vformat(spec, args, kwargs, depth - 1, auto)
+                spec = ''.join(parts)
+            if spec:
+                self.alloc('a format spec', _spec_size(spec))
+            out.append(_format(obj, spec or ''))
+        return out, auto
+
+    def bound_format(self, s, n):
+        st = self
+        if n == 'format':
+            def format(*args, **kwargs):
+                return st.vformat(s, args, kwargs)
+            return format
+
+        def format_map(mapping):
+            return st.vformat(s, (), mapping)
+        return format_map
+
+    def unbound_format(self, n):
+        st = self
+        if n == 'format':
+            def format(self, *args, **kwargs):
+                if not _isinstance(self, str):
+                    raise TypeError("descriptor 'format' for 'str' objects doesn't apply to a '%s' object"
+                                    % _type(self).__name__)
+                return st.vformat(str.__str__(self), args, kwargs)
+            return format
+
+        def format_map(self, mapping):
+            if not _isinstance(self, str):
+                raise TypeError("descriptor 'format_map' for 'str' objects doesn't apply to a '%s' object"
+                                % _type(self).__name__)
+            return st.vformat(str.__str__(self), (), mapping)
+        return format_map
+
+    # -- namespace
+
+    def builtins(self):
+        b = self._builtins
+        if b is not None:
+            return b
+        P = self.P
+        shims = {
+            'getattr': self.s_getattr, 'hasattr': self.s_hasattr, 'vars': self.s_vars, 'setattr': self.s_setattr,
+            'delattr': self.s_delattr, 'type': self.s_type, 'dir': self.s_dir, 'globals': self.s_globals,
+            'locals': self.s_locals, 'breakpoint': self.s_breakpoint, 'pow': self.s_pow, 'format': self.s_format,
+            'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile,
+        }
+        b = {}
+        for name in P.builtin_names:
+            s = shims.get(name)
+            if s is not None:
+                b[name] = s
+                self.own.add(id(s))
+            elif name == '__import__':
+                b[name] = _user_import
+            else:
+                b[name] = _RAW[name]
+        if P.classes and '__build_class__' not in b:
+            b['__build_class__'] = _RAW['__build_class__']
+        if P.import_syntax and '__import__' not in b:
+            b['__import__'] = self.s_import
+            self.own.add(id(b['__import__']))
+        # Marks a builtins dict the guard built (no source can name the key).
+        b['__sb_builtins__'] = True
+        self._builtins = b
+        return b
+
+    def namespace(self, names=None):
+        """A new namespace: __builtins__ from eval-call, the helpers, then names."""
+        ns = {'__builtins__': self.builtins(), '__name__': self.P.source_ref}
+        ns.update(self.helpers)
+        if names:
+            if _type(names) is not dict:
+                names = dict(names)
+            for k in names:
+                if _type(k) is str and k.startswith(_RESERVED):
+                    raise ValueError('eval guard: the name %r uses the reserved prefix __sb_' % k)
+            if '__builtins__' in names and self.P.namespace == 'closed':
+                raise ValueError('eval guard: names may not hold __builtins__ under eval-namespace=closed')
+            ns.update(names)
+            self.sources.append(names)
+        return ns
+
+    def inplace(self, g):
+        """The caller's globals, used in place (eval-namespace=adaptive): a
+        missing __builtins__ is built from eval-call, a present one is kept."""
+        cur = g.get('__builtins__')
+        if cur is None or (_type(cur) is dict and cur.get('__sb_builtins__') is True):
+            # Missing, or left by an earlier evaluation (its shims belong to it).
+            g['__builtins__'] = self.builtins()
+        self.sources.append(g)
+        g.update(self.helpers)
+        return g
+
+    def mark_supplied(self, extra=()):
+        """The ids of the objects the application supplied (names, the caller's
+        globals and locals, and what their containers hold), which evaluated
+        code may not write into."""
+        sup = self.supplied
+        if sup is None:
+            sup = self.supplied = set()
+        budget = 200000
+        stack = []
+        for src in list(self.sources) + list(extra):
+            stack.extend(v for k, v in src.items()
+                         if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)))
+        while stack and budget > 0:
+            o = stack.pop()
+            i = id(o)
+            if i in sup:
+                continue
+            sup.add(i)
+            budget -= 1
+            t = _type(o)
+            if t is list or t is tuple or t is set or t is frozenset:
+                stack.extend(o)
+            elif t is dict:
+                stack.extend(o.values())
+
+    def execute(self, code, ns, locals_, mode, writable):
+        if writable:
+            self.mark_supplied(() if locals_ is None or locals_ is ns else (locals_,))
+        _push(self)
+        self.active += 1
+        try:
+            if mode == 'eval':
+                r = _eval(code, ns, locals_ if locals_ is not None else ns)
+            else:
+                _exec(code, ns, locals_ if locals_ is not None else ns)
+                r = None
+        except Interrupted:
+            raise
+        except BaseException:
+            if self.stop is None:
+                raise
+            # The code swallowed an interruption, then failed: the interruption wins.
+            raise Interrupted(*self.stop) from None
+        finally:
+            self.active -= 1
+            _pop()
+        if self.stop is not None:
+            # The code swallowed an interruption (a context manager's __exit__, a
+            # return in a finally block): the evaluation still ends interrupted.
+            raise Interrupted(*self.stop)
+        return r
+
+    # -- shims of the builtins
+
+    def s_getattr(self, o, n, *default):
+        if _len(default) > 1:
+            raise TypeError('getattr expected at most 3 arguments, got %d' % (2 + _len(default)))
+        n = self.gate(n)
+        if not default:
+            return self.getattr(o, n)
+        try:
+            return self.getattr(o, n)
+        except AttributeError:
+            return default[0]
+
+    def s_hasattr(self, o, n):
+        n = self.gate(n)
+        try:
+            self.getattr(o, n)
+        except AttributeError:
+            return False
+        return True
+
+    def s_vars(self, *o):
+        if not o:
+            raise self.denied('vars', 'eval-call', 'call', "vars() with no argument is denied by the eval guard: "
+                              "it would expose the evaluation's namespace.")
+        if _len(o) > 1:
+            raise TypeError('vars expected at most 1 argument, got %d' % _len(o))
+        return self.getattr(o[0], '__dict__')
+
+    def s_setattr(self, *a):
+        raise self.denied('setattr', 'eval-attribute', 'attribute', "setattr() is denied by the eval guard: the "
+                          "sub-language never mutates attributes (no eval- rule grants it).")
+
+    def s_delattr(self, *a):
+        raise self.denied('delattr', 'eval-attribute', 'attribute', "delattr() is denied by the eval guard: the "
+                          "sub-language never mutates attributes (no eval- rule grants it).")
+
+    def s_type(self, *a, **k):
+        if _len(a) == 1 and not k:
+            t = _type(a[0])
+            # The metaclass itself would be the class factory: the shim stands
+            # for it (type(int) is type holds in the evaluated code).
+            return self._builtins['type'] if t is type and self._builtins and 'type' in self._builtins else t
+        raise self.denied('type', 'eval-call', 'call', "type() with three arguments creates a class: it is denied "
+                          "by the eval guard (only type(x) is allowed).")
+
+    def s_dir(self, *o):
+        if not o:
+            raise self.denied('dir', 'eval-call', 'call', "dir() with no argument is denied by the eval guard: it "
+                              "would expose the evaluation's namespace.")
+        if _len(o) > 1:
+            raise TypeError('dir expected at most 1 argument, got %d' % _len(o))
+        if id(o[0]) in self.own:
+            return []
+        P = self.P
+        return [n for n in dir(o[0]) if _type(n) is str and P.attr_verdict(n) is None]
+
+    def s_globals(self):
+        raise self.denied('globals', 'eval-call', 'call', "globals() is denied by the eval guard: it would expose "
+                          "the evaluation's namespace (no eval- rule grants it).")
+
+    def s_locals(self):
+        f = sys._getframe(1)
+        loc = f.f_locals
+        del f
+        return {k: v for k, v in loc.items() if not (_type(k) is str and k.startswith(_RESERVED))
+                and k != '__builtins__'}
+
+    def s_breakpoint(self, *a, **k):
+        raise self.denied('breakpoint', 'eval-call', 'call', "breakpoint() is denied by the eval guard (no eval- "
+                          "rule grants it).")
+
+    def s_pow(self, base, exp, mod=None):
+        if mod is None:
+            return self.binop('**', base, exp)
+        return _RAW['pow'](base, exp, mod)
+
+    def s_format(self, value, spec=''):
+        if _type(spec) is str and spec:
+            self.alloc('format()', _spec_size(spec))
+        return _format(value, spec)
+
+    def s_import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        if level:
+            raise self.denied(name, 'eval-import', 'import', 'relative imports are denied by the eval guard: name '
+                              'the module in full.')
+        if _type(name) is not str:
+            raise TypeError('module name must be str, not %s' % _type(name).__name__)
+        if not self.P.imp.allows(name):
+            raise self.denied(name, 'eval-import', 'import', "importing '%s' is denied by the eval guard. Add "
+                              "`%s` to allow it." % (name, self.P.rule('eval-import', name)), self.P.rule('eval-import', name))
+        if fromlist:
+            _user_import(name, None, None, (), 0)
+            leaf = sys.modules.get(name)
+            for item in fromlist:
+                if _type(item) is not str:
+                    raise TypeError('Item in from list must be str')
+                if item == '*':
+                    raise self.denied(name + '.*', 'eval-import', 'import', 'a star import is denied by the eval '
+                                      'guard: import the names you need.')
+                if leaf is not None and not _hasattr(leaf, item):
+                    sub = name + '.' + item
+                    if not self.P.imp.allows(sub):
+                        raise self.denied(sub, 'eval-import', 'import', "importing '%s' is denied by the eval "
+                                          "guard. Add `%s` to allow it." % (sub, self.P.rule('eval-import', sub)),
+                                          self.P.rule('eval-import', sub))
+        return _user_import(name, None, None, fromlist, 0)
+
+    def s_eval(self, source, globals=None, locals=None):
+        return self.nested('eval', source, globals, locals)
+
+    def s_exec(self, source, globals=None, locals=None, *, closure=None):
+        if closure is not None:
+            raise TypeError('exec() closure is not accepted by the eval guard')
+        self.nested('exec', source, globals, locals)
+
+    def s_compile(self, source, filename, mode, flags=0, dont_inherit=False, optimize=-1, *, _feature_version=-1):
+        eng = self.engine or _LOCAL_ENGINE
+        return eng._compile(self.P, source, mode, flags)
+
+    def nested(self, mode, source, g, l):
+        """eval/exec reached from evaluated code: the same profile and budgets."""
+        eng = self.engine or _LOCAL_ENGINE
+        code, writable = eng._code_for(self.P, source, mode)
+        if g is None or self.P.namespace == 'closed':
+            ns = self.namespace()
+            l = None
+        else:
+            if _type(g) is not dict:
+                raise TypeError('globals must be a dict')
+            ns = self.inplace(g)
+        if writable:
+            self.mark_supplied(() if l is None else (l,))
+        self.active += 1
+        try:
+            if mode == 'eval':
+                return _eval(code, ns, l if l is not None else ns)
+            _exec(code, ns, l if l is not None else ns)
+            return None
+        finally:
+            self.active -= 1
+
+
+def _alloc_width(st, o, m):
+    unit = 1 if _isinstance(o, (bytes, bytearray)) or o.isascii() else 4
+
+    def w(width, *a, **k):
+        if _isinstance(width, int):
+            st.alloc(m.__name__ + '()', width * unit)
+        return m(width, *a, **k)
+    return w
+
+
+def _alloc_expandtabs(st, o, m):
+    def expandtabs(tabsize=8):
+        tabs = o.count('\t' if _isinstance(o, str) else b'\t')
+        if _isinstance(tabsize, int) and tabsize > 0:
+            st.alloc('expandtabs()', _size(o) + tabs * tabsize)
+        return m(tabsize)
+    return expandtabs
+
+
+def _alloc_replace(st, o, m):
+    def replace(old, new, count=-1):
+        try:
+            grow = _len(new) - _len(old)
+        except TypeError:
+            return m(old, new, count)
+        if grow > 0:
+            hits = o.count(old) if _len(old) else _len(o) + 1
+            if _isinstance(count, int) and count >= 0:
+                hits = min(hits, count)
+            st.alloc('replace()', _size(o) + hits * grow * (4 if _isinstance(o, str) and not o.isascii() else 1))
+        return m(old, new, count)
+    return replace
+
+
+def _alloc_join(st, o, m):
+    def join(iterable):
+        parts = iterable if _type(iterable) in (list, tuple) else list(iterable)
+        total = _size(o) * max(0, _len(parts) - 1)
+        for p in parts:
+            if _isinstance(p, (str, bytes, bytearray)):
+                total += _size(p)
+        st.alloc('join()', total)
+        return m(parts)
+    return join
+
+
+def _alloc_extend(st, o, m):
+    def extend(iterable):
+        if _isinstance(iterable, (list, tuple, bytes, bytearray, str)):
+            st.alloc('extend()', _size(o) + _size(iterable))
+        return m(iterable)
+    return extend
+
+
+_ALLOC_METHODS = {
+    'ljust': _alloc_width, 'rjust': _alloc_width, 'center': _alloc_width, 'zfill': _alloc_width,
+    'expandtabs': _alloc_expandtabs, 'replace': _alloc_replace, 'join': _alloc_join, 'extend': _alloc_extend,
+}
+
+
+def _patch_formatter(F):
+    """string.Formatter.get_field checks every field it receives while an
+    evaluation runs on the current thread (process-wide, once)."""
+    cur = F.__dict__.get('get_field')
+    if cur is None or _getattr(cur, '_sb_guarded', False):
+        return
+    orig = cur
+
+    def get_field(self, field_name, args, kwargs):
+        st = _current()
+        if st is not None:
+            first, rest = _string.formatter_field_name_split(field_name)
+            for is_attr, n in rest:
+                if is_attr:
+                    st.gate(n, 'format')
+        return orig(self, field_name, args, kwargs)
+    get_field._sb_guarded = True
+    get_field.__doc__ = orig.__doc__
+    F.get_field = get_field
+
+
+def _make_user_import():
+    # A trampoline whose frame belongs to evaluated code (its file name starts
+    # with <eval:): inside a sandboxed interpreter the Python layer's import
+    # rules judge every import evaluated code makes, as for any user code.
+    g = {'__builtins__': {}, '_imp': _RAW['__import__']}
+    _exec(_compile('def imp(name, globals=None, locals=None, fromlist=(), level=0):\n'
+                   '    return _imp(name, globals, locals, fromlist, level)\n', '<eval:import>', 'exec', 0, True), g)
+    return g['imp']
+
+
+_user_import = _make_user_import()
+
+
+# ---------------------------------------------------------------- entry points
+
+class Engine:
+    """The eval guard of one interpreter: the profiles it knows, the code objects
+    it produced, and where refusals are reported (report(exc) is called for
+    every Rejected, Denied and Interrupted, before it is raised)."""
+
+    def __init__(self, profiles=None, report=None):
+        self.profiles = {}
+        for name, d in (profiles or {}).items():
+            self.profiles[name] = compile_profile(d)
+        self.report = report
+        self._produced = {}
+
+    # -- code objects
+
+    def _register(self, code, P, writable):
+        if _len(self._produced) >= 4096:
+            self._produced.pop(next(iter(self._produced)))
+        self._produced[id(code)] = (code, P, writable)
+
+    def _code_for(self, P, source, mode):
+        """The rewritten code of source for P: a str/bytes source is checked, a
+        code object must have been produced by this guard."""
+        if _type(source) is _CODE:
+            e = self._produced.get(id(source))
+            if e is None or e[0] is not source:
+                raise self._deny(Denied("this code object is refused: the eval guard did not produce it (compile "
+                                        "it with the guarded compile())", '<code>', 'eval-syntax', 'code'))
+            return e[0], e[2]
+        source = _text(source)
+        filename = P.source_ref
+        try:
+            return _prepare(P, source, mode, filename)
+        except Rejected as e:
+            raise self._deny(e)
+
+    def _deny(self, e):
+        if self.report is not None:
+            try:
+                self.report(e)
+            except Exception:
+                pass
+        return e
+
+    def _compile(self, P, source, mode, flags=0):
+        if mode not in ('eval', 'exec', 'single'):
+            raise ValueError("compile() mode must be 'exec', 'eval' or 'single'")
+        if _isinstance(source, _AST):
+            tree = _copy(source)
+            vs = _validate(tree, P, _Source(None))
+            if vs:
+                raise self._deny(Rejected(vs, P.source_ref))
+            if flags & _ONLY_AST:
+                return source
+            try:
+                code, writable = _prepare(P, None, mode, P.source_ref, tree)
+            except Rejected as e:
+                raise self._deny(e)
+        else:
+            source = _text(source)
+            if flags & _ONLY_AST:
+                tree, vs = _parse(source, P, mode, P.source_ref)
+                if vs:
+                    raise self._deny(Rejected(vs, P.source_ref, source))
+                return tree
+            code, writable = self._code_for(P, source, mode)
+        self._register(code, P, writable)
+        return code
+
+    # -- the patched builtins of a sandboxed interpreter (default profile)
+
+    def default(self):
+        P = self.profiles.get('')
+        if P is None:
+            raise RuntimeError('eval guard: no default eval profile')
+        return P
+
+    def builtin_eval(self, source, globals=None, locals=None):
+        return self._builtin('eval', source, globals, locals)
+
+    def builtin_exec(self, source, globals=None, locals=None, closure=None):
+        if closure is not None:
+            raise TypeError('exec() closure is not accepted by the eval guard')
+        self._builtin('exec', source, globals, locals)
+
+    def builtin_compile(self, source, filename, mode, flags=0, dont_inherit=False, optimize=-1):
+        return self._compile(self.default(), source, mode, flags)
+
+    def _builtin(self, mode, source, g, l):
+        P = self.default()
+        if _type(source) is not _CODE and not _isinstance(source, (str, bytes, bytearray)):
+            raise TypeError('%s() arg 1 must be a string, bytes or code object' % mode)
+        if g is not None and _type(g) is not dict:
+            raise TypeError('globals must be a dict')
+        code, writable = self._code_for(P, source, mode)
+        st = _State(P, self)
+        if g is not None and P.namespace == 'adaptive':
+            ns = st.inplace(g)
+        else:
+            ns = st.namespace()
+            l = None
+        return st.execute(code, ns, l, mode, writable)
+
+    # -- pysandboxes.guarded_eval
+
+    def guarded_eval(self, source, profile='', names=None, mode='eval'):
+        """Run source under a declared profile ('' is the default one) in a new
+        namespace holding names. Returns the value (eval) or the names the code
+        bound (exec)."""
+        P = self.profiles.get(profile)
+        if P is None:
+            known = ', '.join(repr(n or 'default') for n in sorted(self.profiles)) or 'none'
+            raise ValueError('unknown eval profile %r; declared profiles: %s' % (profile, known))
+        return _run(P, source, names, mode, P.source_ref, self)
+
+
+_LOCAL_ENGINE = Engine()
+
+
+def _text(source):
+    if _isinstance(source, (bytes, bytearray)):
+        return bytes(source).decode('utf-8', 'replace')
+    if _type(source) is not str:
+        if _isinstance(source, str):
+            return str.__str__(source)
+        raise TypeError('the source must be a str, bytes or code object, not %s' % _type(source).__name__)
+    return source
+
+
+def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
+    """Check src against profile (raise Rejected on any violation), rewrite it,
+    run it in a new namespace and return the value (mode 'eval') or, for mode
+    'exec', a dict of the names the code bound: every name of the final
+    namespace that is new or now bound to another object than before the run,
+    except the guard's helpers (__sb_*) and __builtins__.
+
+    The namespace holds __builtins__ built from eval-call (with guarded shims),
+    the helpers, and names (the caller's data: evaluated code cannot write into
+    it, or into the containers it holds, through subscripts). Under
+    eval-namespace=closed names may not hold __builtins__; under adaptive a
+    __builtins__ in names is honoured as given; under caller the source runs with
+    the raw builtins, unchecked and without budgets (debugging only).
+    Budget exhaustion raises Interrupted; runtime refusals raise Denied."""
+    if mode not in ('eval', 'exec'):
+        raise ValueError("eval guard: mode must be 'eval' or 'exec', not %r" % (mode,))
+    P = compile_profile(profile if profile is not None else {})
+    return _run(P, src, names, mode, filename, None)
+
+
+def _run(P, src, names, mode, filename, engine):
+    if P.namespace == 'caller':
+        ns = dict(names or {})
+        before = dict(ns)
+        code = _compile(_text(src), filename, mode, 0, True)
+        if mode == 'eval':
+            return _eval(code, ns)
+        _exec(code, ns)
+        return _bound(ns, before)
+    st = _State(P, engine)
+    try:
+        code, writable = _prepare(P, _text(src), mode, filename)
+    except Rejected as e:
+        st.report(e)
+        raise
+    ns = st.namespace(names)
+    before = dict(ns)
+    r = st.execute(code, ns, None, mode, writable)
+    if mode == 'eval':
+        return r
+    return _bound(ns, before)
+
+
+def _bound(ns, before):
+    out = {}
+    for k, v in ns.items():
+        if k == '__builtins__' or (_type(k) is str and k.startswith(_RESERVED)):
+            continue
+        if k not in before or before[k] is not v:
+            out[k] = v
+    return out
+
+
+# ---------------------------------------------------------------- plain data out
+
+_JS = {i: '\\u%04x' % i for i in range(32)}
+_JS[ord('"')] = '\\"'
+_JS[ord('\\')] = '\\\\'
+
+
+def to_json(o):
+    """A small JSON encoder (str, int, float, bool, None, list, tuple, dict) that
+    spares the json module's import; lone surrogates are escaped."""
+    out = []
+    stack = [o]
+    while stack:
+        o = stack.pop()
+        t = _type(o)
+        if t is _Punct:
+            out.append(o.s)
+        elif t is str:
+            s = o.translate(_JS)
+            if not s.isascii():
+                try:
+                    s.encode('utf-8')
+                except UnicodeEncodeError:
+                    s = ''.join('\\u%04x' % ord(c) if '\ud800' <= c <= '\udfff' else c for c in s)
+            out.append('"' + s + '"')
+        elif o is None:
+            out.append('null')
+        elif t is bool:
+            out.append('true' if o else 'false')
+        elif t is int:
+            out.append(repr(o))
+        elif t is float:
+            out.append(repr(o) if o == o and o not in (float('inf'), float('-inf')) else 'null')
+        elif t is list or t is tuple:
+            out.append('[')
+            stack.append(_Punct(']'))
+            items = []
+            for i, x in enumerate(o):
+                if i:
+                    items.append(_Punct(','))
+                items.append(x)
+            stack.extend(reversed(items))
+        elif t is dict:
+            out.append('{')
+            stack.append(_Punct('}'))
+            items = []
+            for i, (k, v) in enumerate(o.items()):
+                if i:
+                    items.append(_Punct(','))
+                items.append(str(k))
+                items.append(_Punct(':'))
+                items.append(v)
+            stack.extend(reversed(items))
+        else:
+            out.append('"' + repr(o).translate(_JS) + '"')
+    return ''.join(out)
+
+
+class _Punct:
+    __slots__ = ('s',)
+
+    def __init__(self, s):
+        self.s = s
