@@ -46,11 +46,16 @@
 //	// bind f.Hosts() on /etc/hosts and f.ResolvConf() (when not nil) on /etc/resolv.conf of the sandbox
 //	// release the program; after it ended (Wait): sess.Close()
 //
-// Setup needs CAP_SYS_ADMIN and CAP_NET_ADMIN (root): it joins the sandbox's
-// namespace from a locked thread of the host process. Without them it fails with
-// ErrUnprivileged, and the provider must refuse the policy's net= rules (Available
-// says so beforehand). The program in the sandbox must not hold CAP_NET_ADMIN in
-// its namespace (the providers drop every capability): it could remove the table.
+// As root (CAP_SYS_ADMIN and CAP_NET_ADMIN), Setup joins the sandbox's network
+// namespace from a locked thread of the host process. Without privileges it
+// re-executes the host binary as a helper whose cgo constructor joins the
+// sandbox's user namespace (which the host's user owns) and network namespace
+// before the Go runtime starts, and installs the same table from there; slirp4netns
+// joins the user namespace itself (--userns-path). That needs Namespace.User and a
+// cgo build; otherwise Setup fails with ErrUnprivileged, and the provider must
+// refuse the policy's net= rules (Available says so beforehand). The program in
+// the sandbox must not hold CAP_NET_ADMIN in its namespace (the providers drop
+// every capability): it could remove the table.
 //
 // Set-up is fail-closed: any failure (table, sysctl, slirp4netns, a forward whose
 // host port is taken) is an error, and Setup leaves nothing behind.

@@ -71,6 +71,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	fmt.Fprintf(f, "nameserver 10.231.%d.53\n", r)
+	f.Chmod(0o644) // slirp4netns reads it as the unprivileged user too
 	f.Close()
 	defer os.Remove(f.Name())
 	args := append([]string{"--mount", "--propagation", "private", "--", "/bin/sh", "-c",

@@ -27,9 +27,19 @@ var hooks = map[string]*nftables.ChainHook{
 	"postrouting": nftables.ChainHookPostrouting,
 }
 
-// install adds the table to the network namespace open as nsFD, in one batch.
+// conn returns an nftables connection to the network namespace open as nsFD, or
+// to the calling thread's when nsFD < 0.
+func conn(nsFD int) (*nftables.Conn, error) {
+	if nsFD < 0 {
+		return nftables.New()
+	}
+	return nftables.New(nftables.WithNetNSFd(nsFD))
+}
+
+// install adds the table to the network namespace open as nsFD (the calling
+// thread's when nsFD < 0), in one batch.
 func (rs *ruleset) install(nsFD int) error {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := conn(nsFD)
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
@@ -70,7 +80,7 @@ func (rs *ruleset) install(nsFD int) error {
 // removeTable deletes the table from the network namespace open as nsFD. A table
 // that is not there is not an error.
 func removeTable(nsFD int) error {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := conn(nsFD)
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
@@ -83,7 +93,7 @@ func removeTable(nsFD int) error {
 
 // hasTable reports whether the namespace open as nsFD holds the table.
 func hasTable(nsFD int) (bool, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := conn(nsFD)
 	if err != nil {
 		return false, err
 	}

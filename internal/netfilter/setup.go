@@ -6,20 +6,23 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// ErrUnprivileged reports a host process that cannot join the sandbox's network
-// namespace to install the filter: it lacks CAP_SYS_ADMIN and CAP_NET_ADMIN (run
-// as root). A provider refuses the policy's net= rules with it rather than run the
-// sandbox unfiltered.
-var ErrUnprivileged = errors.New("the network filter needs CAP_SYS_ADMIN and CAP_NET_ADMIN in the host's user namespace (run as root)")
+// ErrUnprivileged reports that this process cannot set the filter up: it lacks
+// CAP_SYS_ADMIN and CAP_NET_ADMIN (root), and the unprivileged way is closed too
+// (no user namespace of the sandbox given, or a binary built without cgo). The
+// error that wraps it says which. A provider refuses the policy's net= rules with
+// it rather than run the sandbox unfiltered.
+var ErrUnprivileged = errors.New("the network filter cannot be set up without privileges here")
 
 // Namespace names the sandbox's namespaces.
 type Namespace struct {
@@ -38,7 +41,9 @@ type Session struct {
 	once  sync.Once
 	err   error
 	nsFD  int
-	table bool // the table was (or may have been) installed
+	path  string
+	user  string // the sandbox's user namespace, when set up through the helper
+	table bool   // the table was (or may have been) installed
 	// keepTable: Close leaves the table to the namespace, which ends with its
 	// processes (a /proc/PID path); removing it would only cost RCU grace periods.
 	keepTable bool
@@ -53,6 +58,11 @@ type Session struct {
 // The namespace must be a fresh one (lo as its only interface) and not the
 // host's. The program must not hold CAP_NET_ADMIN in the namespace's user
 // namespace (it could remove the filter): providers drop every capability.
+//
+// As root (CAP_SYS_ADMIN and CAP_NET_ADMIN), Setup works from a locked thread of
+// this process. Without privileges it needs ns.User, the sandbox's user namespace
+// (owned by this process's user), and re-executes this binary as a helper that
+// joins it (see docs/network.md); otherwise it fails with ErrUnprivileged.
 func (f *Filter) Setup(ctx context.Context, ns Namespace) (*Session, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -64,88 +74,92 @@ func (f *Filter) Setup(ctx context.Context, ns Namespace) (*Session, error) {
 		}
 		path = "/proc/" + strconv.Itoa(ns.PID) + "/ns/net"
 	}
-	if !privileged() {
-		return nil, fmt.Errorf("netfilter: setting up %s: %w", path, ErrUnprivileged)
+	priv := privileged()
+	if !priv {
+		if err := unprivilegedWay(ns.User); err != nil {
+			return nil, fmt.Errorf("netfilter: setting up %s: %w", path, err)
+		}
 	}
 	fd, err := openNetNS(path)
 	if err != nil {
 		return nil, fmt.Errorf("netfilter: %w", err)
 	}
-	s := &Session{nsFD: fd}
+	s := &Session{nsFD: fd, path: path}
+	if !priv {
+		s.user = ns.User
+	}
 	fail := func(err error) (*Session, error) {
 		s.Close() // removes the table, whatever the namespace
-		return nil, err
+		return nil, fmt.Errorf("netfilter: network namespace %s: %w", path, err)
 	}
-	err = inNetNS(fd, func() error {
-		if err := checkFresh(); err != nil {
-			return err
-		}
-		if err := linkUp("lo"); err != nil {
-			return err
-		}
-		if !f.egress {
-			return nil
-		}
-		// The tap interface gets no IPv6 (no link-local address, no router
-		// solicitation): the egress network is IPv4 only.
-		if err := writeSysctl("net/ipv6/conf/default/disable_ipv6", "1", true); err != nil {
-			return err
-		}
-		if f.hostLoop || len(f.forwards) > 0 {
-			// 127.0.0.1 traffic redirected to the gateway, and forwarded traffic
-			// redirected to 127.0.0.1, crosses the tap interface.
-			if err := writeSysctl("net/ipv4/conf/all/route_localnet", "1", false); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	routeLocalnet := f.hostLoop || len(f.forwards) > 0
+	if priv {
+		err = inNetNS(fd, func() error { return prepareHere(f.egress, routeLocalnet) })
+	} else {
+		// One run of the helper checks, prepares and installs the table.
+		s.table = f.egress
+		err = runHelper(ctx, ns.User, path, helperJob{Op: "setup", Egress: f.egress, RouteLocalnet: routeLocalnet, Chains: f.rs.wire()})
+	}
 	if err != nil {
-		return fail(fmt.Errorf("netfilter: network namespace %s: %w", path, err))
+		return fail(err)
 	}
 	if !f.egress {
 		return s, nil
 	}
-	// The table and the egress stack are set up side by side (slirp4netns spends
-	// most of its start in its own dynamic loading): the program is held until
-	// both are in place, so their order does not matter.
+	// As root, the table and the egress stack are set up side by side
+	// (slirp4netns spends most of its start in its own dynamic loading): the
+	// program is held until both are in place, so their order does not matter.
 	type started struct {
 		sl  *slirp
 		err error
 	}
 	sc := make(chan started, 1)
 	go func() {
-		sl, err := startSlirp(ctx, slirpConfig{
-			netns:    path,
-			root:     true,
-			hostLoop: f.hostLoop,
-			api:      len(f.forwards) > 0,
-		})
+		cfg := slirpConfig{netns: path, root: priv, hostLoop: f.hostLoop, api: len(f.forwards) > 0}
+		if !priv {
+			cfg.userns = ns.User
+		}
+		sl, err := startSlirp(ctx, cfg)
 		sc <- started{sl, err}
 	}()
-	s.table = true
-	ierr := f.rs.install(fd)
+	var ierr error
+	if priv {
+		s.table = true
+		ierr = f.rs.install(fd)
+	}
 	st := <-sc
 	s.slirp = st.sl
 	if ierr != nil {
-		return fail(fmt.Errorf("netfilter: network namespace %s: %w", path, ierr))
+		return fail(ierr)
 	}
 	if st.err != nil {
-		return fail(fmt.Errorf("netfilter: network namespace %s: %w", path, st.err))
+		return fail(st.err)
 	}
-	sl := st.sl
 	for _, fw := range f.forwards {
-		if err := sl.forward(ctx, fw); err != nil {
+		if err := st.sl.forward(ctx, fw); err != nil {
 			if portInUse(fw) {
 				err = fmt.Errorf("the port is in use on the host (%w)", err)
 			}
-			return fail(fmt.Errorf("netfilter: forwarding the host's 127.0.0.1:%d (%s) into the sandbox, for %s: %s: %w",
+			return fail(fmt.Errorf("forwarding the host's 127.0.0.1:%d (%s) into the sandbox, for %s: %s: %w",
 				fw.Port, fw.Proto, fw.Rule.Ref, fw.Rule.Raw, err))
 		}
 	}
-	sl.closeAPI()
+	st.sl.closeAPI()
 	s.keepTable = strings.HasPrefix(path, "/proc/")
 	return s, nil
+}
+
+// unprivilegedWay returns nil when Setup can work without privileges for a
+// sandbox whose user namespace is user, and an error wrapping ErrUnprivileged
+// otherwise.
+func unprivilegedWay(user string) error {
+	switch {
+	case !helperBuilt:
+		return fmt.Errorf("%w: this process lacks CAP_SYS_ADMIN and CAP_NET_ADMIN (run as root), and it was built without cgo, which joining the sandbox's user namespace needs", ErrUnprivileged)
+	case user == "":
+		return fmt.Errorf("%w: this process lacks CAP_SYS_ADMIN and CAP_NET_ADMIN (run as root), and no user namespace of the sandbox was given (Namespace.User) to join instead", ErrUnprivileged)
+	}
+	return nil
 }
 
 // portInUse reports whether the host's 127.0.0.1 port of fw is taken.
@@ -179,7 +193,11 @@ func (s *Session) Close() error {
 			errs = append(errs, s.slirp.stop())
 		}
 		if s.table && !s.keepTable {
-			errs = append(errs, removeTable(s.nsFD))
+			if s.user == "" {
+				errs = append(errs, removeTable(s.nsFD))
+			} else if _, err := os.Stat(s.path); err == nil {
+				errs = append(errs, runHelper(context.Background(), s.user, s.path, helperJob{Op: "remove"}))
+			}
 		}
 		if s.nsFD >= 0 {
 			unix.Close(s.nsFD)
@@ -191,38 +209,65 @@ func (s *Session) Close() error {
 }
 
 // Available reports whether Setup can work here: the privileges to join a
-// sandbox's network namespace, nftables in the kernel, /dev/net/tun and
-// slirp4netns. The error says what is missing (ErrUnprivileged among them).
+// sandbox's network namespace (root) or the unprivileged way (user namespaces and
+// a cgo build), nftables in the kernel, /dev/net/tun and slirp4netns. The error
+// says what is missing (wrapping ErrUnprivileged when it is the privileges).
 func Available(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var errs []error
-	priv := privileged()
-	if !priv {
-		errs = append(errs, ErrUnprivileged)
-	}
 	if _, err := lookSlirp(); err != nil {
 		errs = append(errs, err)
 	}
 	if st, err := os.Stat("/dev/net/tun"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		errs = append(errs, errors.New("/dev/net/tun is missing (the kernel needs CONFIG_TUN)"))
 	}
-	if priv {
+	if privileged() {
 		fd, err := inNewNetNS(nil)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("cannot create a network namespace: %w", err))
 		} else {
-			probe := ruleset{chains: []chain{{name: "output", typ: "filter", hook: "output", priority: -150, drop: true,
-				rules: []nrule{{oifLo: true, verdict: vAccept}}}}}
+			probe := probeRuleset()
 			if err := probe.install(fd); err != nil {
 				errs = append(errs, fmt.Errorf("nftables does not work here: %w", err))
 			}
 			unix.Close(fd)
 		}
+	} else if err := unprivilegedWay("probe"); err != nil {
+		errs = append(errs, err)
+	} else if err := probeUnprivileged(ctx); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
 		return fmt.Errorf("netfilter: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// probeUnprivileged tries the unprivileged way for real: a process in new user and
+// network namespaces, and the helper installing a table there.
+func probeUnprivileged(ctx context.Context) error {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		return fmt.Errorf("probing the unprivileged way: %w", err)
+	}
+	cmd := exec.Command(sleep, "30")
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getegid(), Size: 1}},
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("%w: this process lacks CAP_SYS_ADMIN and CAP_NET_ADMIN, and it cannot create user and network namespaces: %v", ErrUnprivileged, err)
+	}
+	defer func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}()
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if err := runHelper(ctx, "/proc/"+pid+"/ns/user", "/proc/"+pid+"/ns/net", helperJob{Op: "probe"}); err != nil {
+		return fmt.Errorf("nftables does not work in an unprivileged sandbox here: %w", err)
 	}
 	return nil
 }

@@ -109,12 +109,13 @@ func startSlirp(ctx context.Context, c slirpConfig) (*slirp, error) {
 	}
 	// --enable-sandbox pivots into an empty root and detaches the old one: run
 	// from the host's mount namespace, that unmount would travel to the host's
-	// shared mounts (it removes /run/netns/* bind mounts). As root, slirp4netns
+	// shared mounts (it removes /run/netns/* bind mounts), so as root slirp4netns
 	// gets a private mount namespace of its own (Go makes every mount private in
-	// it); unprivileged, it joins the sandbox's user namespace first, and the mount
-	// namespace it creates there receives the mounts as slaves.
-	sandbox := c.root || c.userns != ""
-	if sandbox {
+	// it). Unprivileged, slirp4netns stays in the host's user namespace (only its
+	// short-lived child joins the sandbox's to make the tap device), where it can
+	// create no mount namespace: it runs without --enable-sandbox, confined by
+	// --enable-seccomp only.
+	if c.root {
 		args = append(args, "--enable-sandbox")
 	}
 	if c.api {
