@@ -91,6 +91,14 @@ func command(spec Spec, helper string, env []string, dir string, extra []*os.Fil
 		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.UID, Size: 1}}
 		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.GID, Size: 1}}
 		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
+		if ns.UID != os.Geteuid() || ns.GID != os.Getegid() {
+			// The host's ids are not those the sandbox's root stands for (a root
+			// host mapping it to another user): become that root before the exec,
+			// which would otherwise drop every capability of an unmapped user, and
+			// shed the host's supplementary groups.
+			cmd.SysProcAttr.GidMappingsEnableSetgroups = true
+			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+		}
 		// The working directory is the program's, in the new root (OpChdir): the
 		// supervisor starts where the host is.
 		cmd.Dir = ""

@@ -44,7 +44,8 @@ type RootOpKind uint8
 // canonical paths, and a link found on the way means a tree changed since (the
 // start then fails).
 const (
-	// OpDir makes the directory Path (Mode), or keeps it if it is one already.
+	// OpDir makes the directory Path (Mode), or keeps it if it is one already;
+	// for "/", it sets the mode of the new root.
 	OpDir RootOpKind = 1 + iota
 	// OpSymlink makes the symbolic link Path pointing to Source.
 	OpSymlink

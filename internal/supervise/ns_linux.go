@@ -387,6 +387,13 @@ func (r *nsRoot) build(ns *wireNS) error {
 		var err error
 		switch op.Kind {
 		case OpDir:
+			if op.Path == "/" {
+				// The root tmpfs (over /proc until the pivot): its mode.
+				if err = unix.Chmod("/proc", op.Mode); err != nil {
+					err = rootError("chmod /: %s", errText(err))
+				}
+				break
+			}
 			var fd int
 			if fd, err = r.ensure(op.Path, false, op.Mode); err == nil {
 				unix.Close(fd)

@@ -1259,6 +1259,12 @@ static int setup_ns(void) {
 		int r = 0;
 		switch (m->n[0]) {
 		case OP_DIR: {
+			if (strcmp(path, "/") == 0) {
+				/* The root tmpfs (over /proc until the pivot): its mode. */
+				if (chmod("/proc", (mode_t)m->n[1]) < 0)
+					return ROOT_FAIL("chmod /: %s", NE());
+				break;
+			}
 			int fd = ensure(path, 0, (unsigned)m->n[1]);
 			if (fd < 0)
 				return -1;

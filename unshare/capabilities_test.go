@@ -1,0 +1,70 @@
+package unshare_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
+)
+
+// TestCapabilities: what the provider declares on this host, no more: the file,
+// environment, process and privilege capabilities, the loopback-only network
+// (no host filtering, no UDP by port), seccomp when filters can be built.
+func TestCapabilities(t *testing.T) {
+	p := requireUnshare(t)
+	caps := p.Capabilities()
+	want := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
+		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
+		pysandboxes.CapSignals | pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
+	if !caps.Has(want) {
+		t.Errorf("capabilities %v lack %v", caps, want&^caps)
+	}
+	if caps.Has(pysandboxes.CapNetHosts) || caps.Has(pysandboxes.CapUDP) {
+		t.Errorf("capabilities %v claim network filtering, which needs the network filter", caps)
+	}
+	if got := caps.Has(pysandboxes.CapSeccomp); got != (seccomp.Available() == nil) {
+		t.Errorf("seccomp claimed %v, available %v", got, seccomp.Available())
+	}
+	d, ok := p.(interface{ Details() []string })
+	if !ok {
+		t.Fatal("no Details")
+	}
+	text := strings.Join(d.Details(), "\n")
+	for _, w := range []string{"namespaces:", "root:", "ignore=", "no_new_privs"} {
+		if !strings.Contains(text, w) {
+			t.Errorf("details lack %q:\n%s", w, text)
+		}
+	}
+}
+
+// TestNamedRefusesUnenforceable: os-sandbox=unshare refuses a policy whose rules
+// need what it does not enforce (host filtering), naming the rule, and runs it
+// when the caller accepts that capability as unenforced... which it cannot here
+// either: an ALLOW rule needs the network filter, so Compile refuses it.
+func TestNamedRefusesUnenforceable(t *testing.T) {
+	requireUnshare(t)
+	pol := build(t, "net=ALLOW|tcp|192.0.2.1|443|OUT")
+	_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+	if err == nil || !strings.Contains(err.Error(), "net=ALLOW|tcp|192.0.2.1|443|OUT") {
+		t.Fatalf("want a refusal naming the rule, got %v", err)
+	}
+	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()),
+		pysandboxes.AcceptUnenforced(pysandboxes.CapNetHosts))
+	if err == nil || !strings.Contains(err.Error(), "network filter") {
+		t.Fatalf("want a refusal naming the network filter, got %v", err)
+	}
+}
+
+// TestUnknownParameter: an unshare.* key the provider does not know is an error
+// naming it.
+func TestUnknownParameter(t *testing.T) {
+	requireUnshare(t)
+	for _, rule := range []string{"unshare.nope=1", "unshare.host-tmp=maybe", "unshare.tmp-size=lots"} {
+		_, err := pysandboxes.New(context.Background(), build(t, rule), pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+		if err == nil || !strings.Contains(err.Error(), rule) {
+			t.Errorf("%s: want a refusal naming it, got %v", rule, err)
+		}
+	}
+}

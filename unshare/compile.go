@@ -1,0 +1,399 @@
+package unshare
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
+	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// Defaults of the provider parameters.
+const (
+	defaultTmpSize = 256 << 20 // a private /tmp
+	defaultShmSize = 64 << 20  // /dev/shm
+)
+
+// devices are bound from the host into the sandbox's /dev.
+var devices = []string{"null", "zero", "full", "random", "urandom", "tty"}
+
+// mergedUsr are the top-level directories that Debian's merged /usr (and other
+// distributions) turn into symbolic links into /usr: recreated as the host has
+// them.
+var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// networkPaths are bound read-only when a net= rule allows some traffic: the
+// resolver's configuration and the CA certificate stores (never /etc/ssl/private).
+var networkPaths = []string{
+	"/etc/nsswitch.conf", "/etc/gai.conf", "/etc/host.conf",
+	"/etc/ssl/certs", "/etc/ssl/cert.pem", "/etc/ssl/openssl.cnf",
+	"/etc/ca-certificates", "/etc/ca-certificates.conf", "/usr/share/ca-certificates",
+	"/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/pki/tls/cert.pem", "/etc/pki/tls/openssl.cnf", "/usr/share/pki",
+}
+
+// localHosts is the sandbox's /etc/hosts when the policy exposes none.
+const localHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+// compiled is the translation of one policy, made once per sandbox.
+type compiled struct {
+	accepted pysandboxes.Capability
+	uid, gid int
+	hostTmp  bool
+	tmpSize  uint64
+	shmSize  uint64
+	exposes  []policy.Expose // without those under /proc
+	ignores  []policy.Ignore
+	net      *netPlan
+	seccomp  json.RawMessage // nil without seccomp
+
+	resolver *needs.Resolver
+	warnings []string
+	warnOnce sync.Once
+
+	// plans caches the root of each program (before the ignored paths are masked,
+	// which is done at every start).
+	mu    sync.Mutex
+	plans map[planKey]*cachedPlan
+}
+
+// planKey identifies a version of a program's file.
+type planKey struct {
+	path            string
+	dev, ino        uint64
+	size, mtimeNsec int64
+}
+
+// cachedPlan is a program's root, and its operations when nothing is masked.
+type cachedPlan struct {
+	plan *rootPlan
+	ops  []supervise.RootOp
+}
+
+// maxPlans bounds the cached roots of a sandbox.
+const maxPlans = 64
+
+// ruleRef renders a rule as "file(line): raw".
+func ruleRef(r policy.Rule) string { return r.Ref.String() + ": " + r.Raw }
+
+// parseSize reads a size in bytes with an optional k, m or g suffix.
+func parseSize(s string) (uint64, error) {
+	s = strings.TrimSpace(strings.ToLower(s))
+	mult := uint64(1)
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || v == 0 || v > (1<<62)/mult {
+		return 0, errors.New("expected a size such as 64m")
+	}
+	return v * mult, nil
+}
+
+// compile translates a policy for a host.
+func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability, h hostState) (*compiled, error) {
+	if pol == nil {
+		return nil, errors.New("nil policy")
+	}
+	c := &compiled{
+		accepted: accepted,
+		uid:      os.Geteuid(),
+		gid:      os.Getegid(),
+		tmpSize:  defaultTmpSize,
+		shmSize:  defaultShmSize,
+		ignores:  pol.Ignores(),
+		resolver: &needs.Resolver{Env: pol.Environ()},
+	}
+	var errs []error
+
+	// Provider parameters.
+	gidSet := false
+	for _, prm := range pol.ProviderParams(Name) {
+		v := strings.TrimSpace(prm.Value)
+		switch prm.Name {
+		case "uid", "gid":
+			id, err := strconv.Atoi(v)
+			switch {
+			case err != nil || id < 0 || id > 1<<31-2:
+				errs = append(errs, fmt.Errorf("%s: unshare.%s takes a user or group id (a number)", ruleRef(prm.Rule), prm.Name))
+			case os.Geteuid() != 0 && id != map[string]int{"uid": os.Geteuid(), "gid": os.Getegid()}[prm.Name]:
+				errs = append(errs, fmt.Errorf("%s: only root can map the sandbox's root to another id than its own (%s %d)",
+					ruleRef(prm.Rule), prm.Name, map[string]int{"uid": os.Geteuid(), "gid": os.Getegid()}[prm.Name]))
+			case prm.Name == "uid":
+				c.uid = id
+				if !gidSet {
+					c.gid = id
+				}
+			default:
+				c.gid, gidSet = id, true
+			}
+		case "host-tmp":
+			switch v {
+			case "yes", "true":
+				c.hostTmp = true
+			case "no", "false":
+				c.hostTmp = false
+			default:
+				errs = append(errs, fmt.Errorf("%s: unshare.host-tmp takes yes or no", ruleRef(prm.Rule)))
+			}
+		case "tmp-size", "shm-size":
+			n, err := parseSize(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: unshare.%s: %v", ruleRef(prm.Rule), prm.Name, err))
+			} else if prm.Name == "tmp-size" {
+				c.tmpSize = n
+			} else {
+				c.shmSize = n
+			}
+		default:
+			errs = append(errs, fmt.Errorf("%s: unknown unshare parameter %q (known: unshare.uid, unshare.gid, unshare.host-tmp, unshare.tmp-size, unshare.shm-size)",
+				ruleRef(prm.Rule), prm.Name))
+		}
+	}
+
+	// Files.
+	for _, e := range pol.Exposes() {
+		if within(e.Path, "/proc") {
+			c.warnings = append(c.warnings, fmt.Sprintf("%s: the sandbox has its own /proc (its pid namespace); the host's is never exposed", ruleRef(e.Rule)))
+			continue
+		}
+		c.exposes = append(c.exposes, e)
+	}
+	if sc := scanExposed(c.exposes, c.ignores); len(sc.errs) > 0 {
+		for _, se := range sc.errs {
+			rules := ignoreRules(c.ignores)
+			if se.rule != nil {
+				rules = ruleRef(*se.rule)
+			}
+			if accepted.Has(pysandboxes.CapHide) {
+				c.warnings = append(c.warnings, fmt.Sprintf("%s: not enforced in %s (accepted): %v", rules, se.expose.Path, se.err))
+			} else {
+				errs = append(errs, fmt.Errorf("%s: cannot be enforced in %s: %w (accept the capability %s to run with ignore= unenforced there)",
+					rules, se.expose.Path, se.err, pysandboxes.CapHide))
+			}
+		}
+	}
+
+	// Network.
+	np, nerrs := planNetwork(ctx, pol.Network())
+	errs = append(errs, nerrs...)
+	c.net = np
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+
+	// seccomp: namespaces already hide the host's Unix sockets (a private network
+	// namespace scopes abstract sockets, the root holds no host socket that the
+	// policy does not expose); it refuses what namespaces cannot.
+	if h.seccompErr == nil {
+		prog, err := seccomp.Build(seccomp.Options{AllowUDP: np.allowUDP, DenyMPTCP: true, AllowUnixSockets: true})
+		if err != nil {
+			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)
+		}
+		if c.seccomp, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()}); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func ignoreRules(ignores []policy.Ignore) string {
+	var out []string
+	for _, ig := range ignores {
+		out = append(out, ruleRef(ig.Rule))
+	}
+	return strings.Join(out, ", ")
+}
+
+// rootOps returns the operations that build the sandbox's root for one program
+// (see rootFor). The root before masking is cached per version of the program's
+// file; the ignored paths are found again at every start (a file created since
+// the last start is masked too).
+func (c *compiled) rootOps(ctx context.Context, path string, logger *slog.Logger) ([]supervise.RootOp, error) {
+	var key planKey
+	var st syscall.Stat_t
+	cacheable := syscall.Stat(path, &st) == nil
+	if cacheable {
+		key = planKey{path: path, dev: st.Dev, ino: st.Ino, size: st.Size, mtimeNsec: st.Mtim.Nano()}
+		c.mu.Lock()
+		cp := c.plans[key]
+		c.mu.Unlock()
+		if cp != nil {
+			return c.masked(cp), nil
+		}
+	}
+	p, err := c.rootFor(ctx, path, logger)
+	if err != nil {
+		return nil, err
+	}
+	cp := &cachedPlan{plan: p, ops: p.ops()}
+	if cacheable {
+		c.mu.Lock()
+		if c.plans == nil || len(c.plans) >= maxPlans {
+			c.plans = map[planKey]*cachedPlan{}
+		}
+		c.plans[key] = cp
+		c.mu.Unlock()
+	}
+	if logger.Enabled(ctx, slog.LevelDebug) {
+		logger.Debug("os-sandbox unshare: the sandbox's root", "program", path, "root", p.String())
+	}
+	return c.masked(cp), nil
+}
+
+// masked returns the operations of a cached root with the ignored paths masked.
+func (c *compiled) masked(cp *cachedPlan) []supervise.RootOp {
+	if len(c.ignores) == 0 {
+		return slices.Clone(cp.ops)
+	}
+	p := cp.plan.clone()
+	sc := scanExposed(c.exposes, c.ignores)
+	for _, h := range append(sc.hidden, globAbsolute(c.ignores)...) {
+		maskPath(p, h.path)
+	}
+	return p.ops()
+}
+
+// rootFor plans the sandbox's root for one program: the exposed directories, what
+// the program needs to run, /dev, /proc, /tmp, /etc/hosts (the ignored paths are
+// masked by masked).
+func (c *compiled) rootFor(ctx context.Context, path string, logger *slog.Logger) (*rootPlan, error) {
+	p := newPlan()
+	ignored := func(q string) bool {
+		_, ok := absoluteIgnore(q, c.ignores)
+		return ok
+	}
+
+	// The exposed directories.
+	for _, e := range c.exposes {
+		flags := supervise.RootFlags(0)
+		if e.Mode != policy.ReadWrite {
+			flags = supervise.RootReadOnly
+		}
+		if e.Path == "/tmp" && !c.hostTmp {
+			// A private tmpfs, never the host's /tmp (its sockets, other users' files).
+			p.mount("/tmp", kindTmpfs, 0o1777, c.tmpSize, flags)
+			continue
+		}
+		p.bind(e.Path, false, flags)
+	}
+
+	// What the program needs to run: read-only, where no exposure brings it.
+	ns, err := c.resolver.Needs(ctx, path)
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Path == path {
+		// The program itself cannot be found or read: nothing to add, and the
+		// start fails as with any provider (command not found, permission denied).
+		ns, err = nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cannot tell what %s needs to run: %w", path, err)
+	}
+	var shown []string
+	for _, n := range ns {
+		if within(n.Path, "/proc") || ignored(n.Path) {
+			continue
+		}
+		if p.covered(n.Path) == nil {
+			p.bind(n.Path, !n.Dir, supervise.RootReadOnly|supervise.RootOptional)
+			shown = append(shown, n.String())
+		}
+		for _, a := range n.Aliases {
+			p.followAlias(a)
+		}
+	}
+	if logger.Enabled(ctx, slog.LevelDebug) {
+		logger.Debug("os-sandbox unshare: implicit read-only binds", "program", path, "paths", shown)
+	}
+	for _, name := range mergedUsr {
+		if target, err := os.Readlink("/" + name); err == nil {
+			p.symlink("/"+name, target)
+		}
+	}
+	if c.net.allowed {
+		for _, q := range networkPaths {
+			if st, err := os.Stat(q); err == nil && !ignored(q) && p.covered(q) == nil {
+				if real, err := filepath.EvalSymlinks(q); err == nil && real == q {
+					p.bind(q, !st.IsDir(), supervise.RootReadOnly|supervise.RootOptional)
+				}
+			}
+		}
+	}
+
+	// /dev: a few devices of the host, and a private /dev/shm.
+	if p.covered("/dev") != nil {
+		p.mount("/dev", kindTmpfs, 0o755, 1<<20, supervise.RootReadOnly|supervise.RootNoExec)
+	} else {
+		p.dir("/dev", 0o755)
+	}
+	for _, d := range devices {
+		q := "/dev/" + d
+		if _, err := os.Stat(q); err == nil && !ignored(q) {
+			p.bind(q, true, supervise.RootReadOnly|supervise.RootDevices|supervise.RootNoExec|supervise.RootOptional)
+		}
+	}
+	for name, target := range map[string]string{"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0",
+		"stdout": "/proc/self/fd/1", "stderr": "/proc/self/fd/2"} {
+		p.symlink("/dev/"+name, target)
+	}
+	p.mount("/dev/shm", kindTmpfs, 0o1777, c.shmSize, supervise.RootNoExec)
+	// A new /proc (the sandbox's pid namespace).
+	p.mount("/proc", kindProc, 0, 0, 0)
+	// No host /run unless the policy names it.
+	if p.covered("/run") != nil && !exposedUnder(c.exposes, "/run") {
+		p.mount("/run", kindTmpfs, 0o755, 1<<20, supervise.RootReadOnly|supervise.RootNoExec)
+	}
+	// The resolver's files.
+	c.net.files(p)
+	return p, nil
+}
+
+// maskPath masks a hidden path the sandbox would see (an empty file or directory
+// of mode 0, read-only): an ignored symbolic link is followed (its target is
+// masked when the sandbox sees it).
+func maskPath(p *rootPlan, q string) {
+	st, err := os.Lstat(q)
+	if err != nil || q == "/" || within(q, "/proc") {
+		return
+	}
+	if st.Mode()&os.ModeSymlink != 0 {
+		real, err := filepath.EvalSymlinks(q)
+		if err != nil {
+			return
+		}
+		if st, err = os.Stat(real); err != nil {
+			return
+		}
+		q = real
+	}
+	if q != "/" && p.visible(q) {
+		p.mask(q, !st.IsDir())
+	}
+}
+
+// exposedUnder reports whether an exposed directory is dir or lies beneath it.
+func exposedUnder(exposes []policy.Expose, dir string) bool {
+	for _, e := range exposes {
+		if within(e.Path, dir) {
+			return true
+		}
+	}
+	return false
+}

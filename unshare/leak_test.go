@@ -1,0 +1,139 @@
+package unshare_test
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
+)
+
+// TestNoLeaksAfter100Runs: no descriptor, process, mount or temporary file is
+// left after 100 sandboxed runs (programs that exit, fail, leave children behind,
+// are killed).
+func TestNoLeaksAfter100Runs(t *testing.T) {
+	tmp := tempDir(t)
+	t.Setenv("TMPDIR", tmp)
+	writeFile(t, filepath.Join(tmp, "data", ".env"), "SECRET")
+	sb := sandbox(t, []string{"expose-rw=" + filepath.Join(tmp, "data"), "ignore=.env"})
+	ctx := context.Background()
+	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	fds := countFDs(t)
+	mounts := mountCount(t)
+	n := 100
+	if testing.Short() {
+		n = 20
+	}
+	for i := 0; i < n; i++ {
+		var cmd interface{ Run() error }
+		switch i % 4 {
+		case 0:
+			cmd = sb.Command(ctx, "/bin/true")
+		case 1:
+			cmd = sb.Command(ctx, "/bin/sh", "-c", "exit 3")
+		case 2:
+			c := sb.Command(ctx, "/bin/sh", "-c", "/bin/sh -c 'exec /bin/sh -c \"while :; do :; done\"' & exit 0")
+			c.Stdout = os.Stderr
+			cmd = c
+		case 3:
+			cctx, cancel := context.WithCancel(ctx)
+			c := sb.Command(cctx, "/bin/sh", "-c", "while :; do :; done")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			c.Wait()
+			continue
+		}
+		err := cmd.Run()
+		if i%4 != 1 && err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if after := countFDs(t); after != fds {
+		t.Errorf("descriptors: %d before, %d after %d runs", fds, after, n)
+	}
+	if after := mountCount(t); after != mounts {
+		t.Errorf("mounts of the host: %d before, %d after %d runs", mounts, after, n)
+	}
+	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {
+		t.Errorf("children left: %v", kids)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	if b, _ := os.ReadFile(filepath.Join(tmp, "data", ".env")); string(b) != "SECRET" {
+		t.Errorf("the ignored file changed: %q", b)
+	}
+}
+
+func countFDs(t *testing.T) int {
+	t.Helper()
+	n, err := proctest.OpenFDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// mountCount counts the mounts of the test's mount namespace.
+func mountCount(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Count(string(b), "\n")
+}
+
+// BenchmarkUnshareTrue runs /bin/true in an unshare sandbox (supervisor,
+// namespaces, the root with its binds, the seccomp filter included).
+func BenchmarkUnshareTrue(b *testing.B) {
+	sb := sandbox(b, nil)
+	ctx := context.Background()
+	for b.Loop() {
+		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnsharePython runs python3 -c pass in an unshare sandbox.
+func BenchmarkUnsharePython(b *testing.B) {
+	sb := sandbox(b, nil)
+	ctx := context.Background()
+	py := python(b)
+	for b.Loop() {
+		if err := sb.Command(ctx, py, "-I", "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareTrue is the reference: a bare exec of /bin/true.
+func BenchmarkBareTrue(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUtilLinuxUnshareTrue is util-linux's unshare making the same
+// namespaces (without the root it builds), for comparison.
+func BenchmarkUtilLinuxUnshareTrue(b *testing.B) {
+	path, err := exec.LookPath("unshare")
+	if err != nil {
+		b.Skip("no unshare command")
+	}
+	for b.Loop() {
+		if err := exec.Command(path, "-U", "-r", "-m", "-n", "-p", "-i", "-u", "-C", "-f", "--mount-proc", "/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

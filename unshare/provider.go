@@ -1,0 +1,187 @@
+package unshare
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/supervise"
+)
+
+func init() {
+	pysandboxes.Register(&Provider{})
+}
+
+// Name is the os-sandbox= value of the provider.
+const Name = "unshare"
+
+// Provider is the unshare provider. Importing the package registers one; its zero
+// value is ready to use (with UseProvider, for example).
+type Provider struct {
+	once  sync.Once
+	state hostState
+	// interps caches the Python interpreters' directories for every sandbox.
+	interps needs.Interpreters
+}
+
+func (p *Provider) host() hostState {
+	p.once.Do(func() { p.state = probeHost(context.Background()) })
+	return p.state
+}
+
+// Name returns "unshare".
+func (p *Provider) Name() string { return Name }
+
+// Probe reports whether the provider works here: the kernel's namespaces, the
+// sysctls that restrict user namespaces, and a trial sandbox (made once per
+// process).
+func (p *Provider) Probe(context.Context) error { return p.host().err }
+
+// Capabilities is what the provider enforces on this host (see the package
+// documentation for the table).
+func (p *Provider) Capabilities() pysandboxes.Capability {
+	return capabilities(p.host())
+}
+
+// capabilities is what the provider enforces on a host.
+func capabilities(h hostState) pysandboxes.Capability {
+	if h.err != nil {
+		return 0
+	}
+	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
+		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
+		pysandboxes.CapSignals | pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
+	if h.seccompErr == nil {
+		c |= pysandboxes.CapSeccomp
+	}
+	if h.unprivileged {
+		c |= pysandboxes.CapUnprivileged
+	}
+	return c
+}
+
+// Compile translates the policy once per sandbox (see the package documentation).
+// It fails, naming the rule, when the policy needs something the provider cannot
+// enforce here and that the caller did not accept.
+func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+	h := p.host()
+	if h.err != nil {
+		return nil, h.err
+	}
+	c, err := compile(ctx, pol, accepted, h)
+	if err != nil {
+		return nil, err
+	}
+	c.resolver.Interpreters = &p.interps
+	return c, nil
+}
+
+// Prepare makes the launch: the supervisor starts in new namespaces, builds the
+// sandbox's root and starts the program in it with no capability, no_new_privs
+// and the seccomp filter.
+func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+	c, _ := req.Compiled.(*compiled)
+	if c == nil {
+		// Not made by New (a caller of the Provider interface alone): compile now,
+		// accepting nothing.
+		h := p.host()
+		if h.err != nil {
+			return nil, h.err
+		}
+		var err error
+		if c, err = compile(ctx, req.Policy, 0, h); err != nil {
+			return nil, err
+		}
+		c.resolver.Interpreters = &p.interps
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c.warnOnce.Do(func() {
+		for _, w := range c.warnings {
+			logger.Warn("os-sandbox unshare: "+w, "provider", Name)
+		}
+	})
+	ops, err := c.rootOps(ctx, req.Path, logger)
+	if err != nil {
+		return nil, err
+	}
+	// The working directory: the same path in the sandbox's root ("/" when the
+	// sandbox does not see it).
+	dir := req.Dir
+	if dir == "" {
+		if dir, err = os.Getwd(); err != nil {
+			dir = "/"
+		}
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: dir})
+	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Root: ops}
+	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}, {Kind: supervise.StageDropCapabilities}}
+	if c.seccomp != nil {
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
+	}
+	return pysandboxes.SupervisedNamespaces(req, stages, ns, nil)
+}
+
+// Details describes what the provider does on this host, one line each, for
+// `pysandboxes probe`.
+func (p *Provider) Details() []string {
+	h := p.host()
+	if h.err != nil {
+		return []string{h.err.Error()}
+	}
+	out := []string{
+		"namespaces: user (the sandbox's root is the caller's uid and gid, unshare.uid= and unshare.gid= as root), " +
+			"mount, pid (the supervisor is pid 1: the sandbox dies with it), network (loopback only), IPC, UTS, cgroup; " +
+			"no user namespace below (user.max_user_namespaces=0 inside)",
+		"root: a read-only tmpfs holding bind mounts (nosuid, nodev) of the exposed directories (read-only or read-write) " +
+			"and of what the program needs to run (read-only), the merged-/usr links, a new /proc, /dev with null, zero, " +
+			"full, random, urandom and tty of the host and a private /dev/shm; no /sys, no host /run; /tmp only when the " +
+			"policy exposes it (a private tmpfs unless unshare.host-tmp=yes); /etc/hosts with localhost when the policy " +
+			"exposes none",
+		"ignore=: every ignored path the sandbox would see (in the exposed directories, other hard links to an ignored " +
+			"file, absolute patterns anywhere) is masked by an empty file or directory of mode 0 (reading it: EACCES)",
+		"the program: no capability (empty bounding set), no_new_privs, resource limits",
+	}
+	if h.seccompErr != nil {
+		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+")")
+	} else {
+		out = append(out, "seccomp: refuses raw and packet sockets, MPTCP sockets, UDP sockets (unless a net= rule allows UDP), "+
+			"ptrace, mount, namespaces, bpf, keyctl, io_uring and similar")
+	}
+	out = append(out, "network: loopback only; net= rules that let traffic out are refused (no network filter here)")
+	if !h.unprivileged {
+		out = append(out, "unprivileged users cannot make user namespaces here ("+userNamespaceLimits()+")")
+	}
+	for _, example := range []string{"/usr/bin/python3", "/bin/sh"} {
+		if _, err := os.Stat(example); err != nil {
+			continue
+		}
+		r := needs.Resolver{Interpreters: &p.interps}
+		ns, err := r.Needs(context.Background(), example)
+		if err != nil {
+			out = append(out, fmt.Sprintf("implicit binds for %s: %v", example, err))
+			continue
+		}
+		var paths []string
+		for _, n := range ns {
+			paths = append(paths, n.String())
+		}
+		out = append(out, fmt.Sprintf("implicit read-only binds for %s (%d paths): %s", example, len(ns), strings.Join(paths, ", ")))
+		break
+	}
+	return out
+}

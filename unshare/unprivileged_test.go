@@ -1,0 +1,136 @@
+package unshare_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+)
+
+// nobody is the unprivileged user the tests run the provider as.
+const nobody = 65534
+
+// TestUnprivileged: an unprivileged user (uid 65534, no capability) can run the
+// provider: its probe passes, the sandbox's root stands for that user (uid_map
+// "0 65534 1"), files only root may read stay unreadable, the read-write
+// directory gets files owned by that user, and the confinement holds (no host
+// file, mount refused, no capability). As root, the test runs itself again as
+// uid 65534; as another user it runs the checks directly.
+func TestUnprivileged(t *testing.T) {
+	if os.Getenv("PYSB_UNSHARE_UNPRIVILEGED") != "" {
+		t.Skip("the unprivileged half runs from TestUnprivileged")
+	}
+	dir := tempDir(t)
+	writeFile(t, filepath.Join(dir, "pub.txt"), "public")
+	writeFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
+	os.Chmod(filepath.Join(dir, "root-only.txt"), 0o600)
+	rw := filepath.Join(dir, "rw")
+	if err := os.Mkdir(rw, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Geteuid()
+	if uid == 0 {
+		os.Chown(rw, nobody, nobody)
+		uid = nobody
+	}
+	var out string
+	if os.Geteuid() == 0 {
+		cmd := exec.Command("/proc/self/exe", "-test.run=^TestUnprivilegedHalf$", "-test.v", "-test.count=1")
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PYSB_UNSHARE_UNPRIVILEGED=" + dir}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		if err != nil {
+			t.Fatalf("the test as uid %d: %v\n%s", nobody, err, out)
+		}
+		if strings.Contains(out, "--- SKIP") {
+			t.Skipf("as uid %d: %s", nobody, out)
+		}
+	} else {
+		out = unprivilegedChecks(t, dir)
+	}
+	expectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", uid))
+	expectLine(t, out, "capabilities true")
+	expectLine(t, out, "pub OK public")
+	expectLine(t, out, "root-only EACCES")
+	expectLine(t, out, "etc ENOENT")
+	expectLine(t, out, "write OK 1")
+	expectLine(t, out, "mount -1 EPERM")
+	expectLine(t, out, "CapEff 0000000000000000")
+	if strings.Contains(out, "SECRET") {
+		t.Errorf("a file only root may read leaked:\n%s", out)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(rw, "made"), &st); err != nil || int(st.Uid) != uid {
+		t.Errorf("the file made in the read-write directory: %v, owner %d, want %d", err, st.Uid, uid)
+	}
+}
+
+// TestUnprivilegedHalf is TestUnprivileged's half that runs as the unprivileged
+// user.
+func TestUnprivilegedHalf(t *testing.T) {
+	dir := os.Getenv("PYSB_UNSHARE_UNPRIVILEGED")
+	if dir == "" {
+		t.Skip("run by TestUnprivileged")
+	}
+	fmt.Print(unprivilegedChecks(t, dir))
+}
+
+// unprivilegedChecks runs the checks of TestUnprivileged and returns what they
+// printed.
+func unprivilegedChecks(t *testing.T, dir string) string {
+	p := requireUnshare(t)
+	caps := p.Capabilities()
+	sb := sandbox(t, []string{"expose-ro=" + dir, "expose-rw=" + filepath.Join(dir, "rw")})
+	out := py(t, sb, tryPrelude+`
+import ctypes
+d = sys.argv[1]
+print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
+attempt("pub", lambda: open(d + "/pub.txt").read())
+attempt("root-only", lambda: open(d + "/root-only.txt").read())
+attempt("etc", lambda: open("/etc/shadow").read())
+attempt("write", lambda: open(d + "/rw/made", "w").write("x"))
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.mount(b"tmpfs", b"/tmp", b"tmpfs", 0, None)
+print("mount", r, errno.errorcode.get(ctypes.get_errno()))
+for l in open("/proc/self/status"):
+    if l.startswith("CapEff"):
+        print("CapEff", l.split()[1])
+`, dir)
+	return out + fmt.Sprintf("capabilities %v\n", caps.Has(pysandboxes.CapUnprivileged|pysandboxes.CapFilesRead|pysandboxes.CapProcessIsolation))
+}
+
+// TestMapRootToNobody: as root, unshare.uid= maps the sandbox's root to another
+// user (without the host's supplementary groups): files only root may read stay
+// unreadable.
+func TestMapRootToNobody(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root can map the sandbox's root to another user")
+	}
+	dir := tempDir(t)
+	writeFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
+	os.Chmod(filepath.Join(dir, "root-only.txt"), 0o600)
+	sb := sandbox(t, []string{"expose-ro=" + dir, fmt.Sprintf("unshare.uid=%d", nobody)})
+	out := py(t, sb, tryPrelude+`
+print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
+print("gid_map", " ".join(open("/proc/self/gid_map").read().split()))
+print("groups", os.getgroups())
+attempt("root-only", lambda: open(sys.argv[1]).read())
+`, filepath.Join(dir, "root-only.txt"))
+	expectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", nobody))
+	expectLine(t, out, fmt.Sprintf("gid_map 0 %d 1", nobody))
+	expectLine(t, out, "groups []") // the host's supplementary groups are shed
+	expectLine(t, out, "root-only EACCES")
+
+	// A bad id is refused, naming the rule.
+	_, err := pysandboxes.New(context.Background(), build(t, "unshare.uid=x"), pysandboxes.WithProvider("unshare"))
+	if err == nil || !strings.Contains(err.Error(), "unshare.uid=x") {
+		t.Errorf("want a refusal naming unshare.uid=x, got %v", err)
+	}
+}
