@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -27,7 +28,7 @@ func testCompile(t testing.TB, lines ...string) *compiled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := compile(context.Background(), pol, 0, hostState{})
+	c, err := compile(context.Background(), pol, 0, hostState{seccompErr: seccomp.Available()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/policy"
 
 	"github.com/pysandboxes/pysandboxes/security"
@@ -51,6 +52,11 @@ func TestSecurityCorpus(t *testing.T) {
 		t.Run(a.Name, func(t *testing.T) {
 			if why, ok := corpusIssues[a.Name]; ok {
 				t.Skip(why)
+			}
+			if seccomp.Available() != nil && (a.Name == "unshare" || a.Name == "dns-exfil") {
+				t.Skip("without seccomp: the provider refuses nested user namespaces itself (ENOSPC), and a datagram " +
+					"to 127.0.0.53 stays in the sandbox's own network namespace (sent, never received by the host): " +
+					"the corpus reads both as unclear")
 			}
 			if slices.Contains(netfilterAttacks, a.Name) {
 				t.Skip("its policy has a net= ALLOW rule, which needs the network filter")
