@@ -292,6 +292,13 @@ func (f *Filter) build(rules []policy.NetRule, hostLoop, fwd [2]portSet) {
 	out.add(nrule{ctState: ctEstablished | ctRelated, verdict: vAccept})
 	out.add(nrule{oifLo: true, verdict: vAccept, comment: "the sandbox's own loopback; 127.0.0.1 ports allowed by OUT rules go on to the host's"})
 	out.add(nrule{ctState: ctInvalid, verdict: vDrop})
+	// A socket bound to the tap interface (SO_BINDTODEVICE needs no privilege)
+	// could send loopback destinations out by it, and slirp4netns would connect
+	// to the host's loopback at that address: the loopback network leaves only
+	// through the redirections of nat_output (to the gateway, by lo first).
+	out.add(nrule{fam: famIPv4, proto: policy.TCP, daddr: []netip.Prefix{loopback4}, verdict: vReset, comment: "the loopback network never leaves by the tap interface"})
+	out.add(nrule{fam: famIPv4, daddr: []netip.Prefix{loopback4}, verdict: vDrop, comment: "the loopback network never leaves by the tap interface"})
+	out.add(nrule{fam: famIPv6, daddr: []netip.Prefix{netip.PrefixFrom(netip.IPv6Loopback(), 128)}, verdict: vDrop, comment: "the loopback network never leaves by the tap interface"})
 	for i := range rules {
 		if r := &rules[i]; r.Action == policy.Deny && r.Dir&policy.Out != 0 {
 			emit(&out, r, false)
@@ -368,12 +375,20 @@ func emit(c *chain, r *policy.NetRule, allow bool) {
 				v = vReset
 			}
 		}
+		if hasWhole(r.Prefixes, true) && hasWhole(r.Prefixes, false) {
+			// Every address of both families (*): one rule for both.
+			c.add(nrule{proto: p, dport: ports, verdict: v, comment: comment})
+			continue
+		}
 		for _, fam := range []family{famIPv4, famIPv6} {
 			var daddr []netip.Prefix
 			whole, some := false, false
 			for _, pf := range r.Prefixes {
 				if (fam == famIPv4) != pf.Addr().Is4() {
 					continue
+				}
+				if allow && !servedByTap(pf) {
+					continue // the loopback and the egress network are decided before
 				}
 				some = true
 				if pf.Bits() == 0 {
@@ -391,6 +406,27 @@ func emit(c *chain, r *policy.NetRule, allow bool) {
 			}
 			c.add(nrule{fam: fam, daddr: daddr, proto: p, dport: ports, verdict: v, comment: comment})
 		}
+	}
+}
+
+// hasWhole reports whether ps holds the whole IPv4 (v4) or IPv6 address space.
+func hasWhole(ps []netip.Prefix, v4 bool) bool {
+	for _, p := range ps {
+		if p.Bits() == 0 && p.Addr().Is4() == v4 {
+			return true
+		}
+	}
+	return false
+}
+
+// servedByTap reports whether a destination prefix can leave by the tap
+// interface: not when it lies in the loopback network or the egress network.
+func servedByTap(p netip.Prefix) bool {
+	switch {
+	case p.Addr().Is4():
+		return !(p.Bits() >= 8 && loopback4.Contains(p.Addr())) && !(p.Bits() >= VirtualNetwork.Bits() && VirtualNetwork.Contains(p.Addr()))
+	default:
+		return p != netip.PrefixFrom(netip.IPv6Loopback(), 128)
 	}
 }
 

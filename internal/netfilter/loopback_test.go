@@ -1,6 +1,7 @@
 package netfilter
 
 import (
+	"context"
 	"errors"
 	"net"
 	"strconv"
@@ -107,5 +108,65 @@ func TestHostLoopbackDenyBeatsAllow(t *testing.T) {
 	wantRefused(t, sb, nil, "10.0.2.2:"+strconv.Itoa(host.port))
 	if host.accepted() != 0 {
 		t.Errorf("the host's loopback listener accepted a connection the DENY rule refuses")
+	}
+}
+
+// dialBound connects from the sandbox with the socket bound to the tap interface
+// (SO_BINDTODEVICE needs no privilege): loopback destinations then route by it.
+func (sb *sandbox) dialBound(t *testing.T, address string) error {
+	t.Helper()
+	var err error
+	sb.in(t, func() {
+		d := net.Dialer{Timeout: dialTimeout, Control: func(_, _ string, c syscall.RawConn) error {
+			var serr error
+			c.Control(func(fd uintptr) { serr = syscall.SetsockoptString(int(fd), syscall.SOL_SOCKET, syscall.SO_BINDTODEVICE, TapName) })
+			return serr
+		}}
+		var c net.Conn
+		if c, err = d.Dial("tcp4", address); err == nil {
+			c.Close()
+		}
+	})
+	return err
+}
+
+func TestHostLoopbackNotThroughTheTap(t *testing.T) {
+	var lc net.ListenConfig
+	lc.SetMultipathTCP(false)
+	ln, err := lc.Listen(context.Background(), "tcp4", "127.0.0.2:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	accepted := make(chan struct{}, 10)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- struct{}{}
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	host := newHostListener(t)
+	// Every address on the port, the loopback network included, is allowed: the
+	// host's loopback is still reached only at 127.0.0.1, by the redirection.
+	sb, _, _ := setup(t, "net=ALLOW|tcp|*|"+port+","+strconv.Itoa(host.port)+"|OUT")
+	for _, a := range []string{"127.0.0.2:" + port, "127.0.0.1:" + strconv.Itoa(host.port)} {
+		if err := sb.dialBound(t, a); !errors.Is(err, syscall.ECONNREFUSED) {
+			t.Errorf("%s by the tap interface: got %v, want ECONNREFUSED", a, err)
+		}
+	}
+	wantRefused(t, sb, nil, "127.0.0.2:"+port) // the sandbox's own 127.0.0.2
+	if len(accepted) != 0 || host.accepted() != 0 {
+		t.Errorf("the host's loopback accepted a connection by the tap interface")
+	}
+	if err := sb.tcp(t, "127.0.0.1:"+strconv.Itoa(host.port)); err != nil {
+		t.Errorf("the redirection to the host's 127.0.0.1: %v", err)
+	}
+	if host.accepted() != 1 {
+		t.Errorf("the host's 127.0.0.1 accepted %d connections, want 1", host.accepted())
 	}
 }
