@@ -119,7 +119,9 @@ func (sb *sandbox) dialBound(t *testing.T, address string) error {
 	sb.in(t, func() {
 		d := net.Dialer{Timeout: dialTimeout, Control: func(_, _ string, c syscall.RawConn) error {
 			var serr error
-			c.Control(func(fd uintptr) { serr = syscall.SetsockoptString(int(fd), syscall.SOL_SOCKET, syscall.SO_BINDTODEVICE, TapName) })
+			c.Control(func(fd uintptr) {
+				serr = syscall.SetsockoptString(int(fd), syscall.SOL_SOCKET, syscall.SO_BINDTODEVICE, TapName)
+			})
 			return serr
 		}}
 		var c net.Conn
