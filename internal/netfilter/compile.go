@@ -25,17 +25,17 @@ const (
 )
 
 var (
-	// VirtualNetwork is the sandbox's egress network (slirp4netns's default). Its
+	// egressNet is the sandbox's egress network (slirp4netns's default). Its
 	// addresses are never reachable through net= rules: the egress stack maps them
 	// to the host's loopback (gateway) and to the host's resolver.
-	VirtualNetwork = netip.MustParsePrefix("10.0.2.0/24")
-	// Gateway is the egress gateway; its traffic reaches the host's 127.0.0.1.
-	Gateway = netip.MustParseAddr("10.0.2.2")
-	// Resolver is the DNS resolver the sandbox is given (the egress stack forwards
+	egressNet = netip.MustParsePrefix("10.0.2.0/24")
+	// gateway is the egress gateway; its traffic reaches the host's 127.0.0.1.
+	gateway = netip.MustParseAddr("10.0.2.2")
+	// resolver is the DNS resolver the sandbox is given (the egress stack forwards
 	// its queries to the host's resolver).
-	Resolver = netip.MustParseAddr("10.0.2.3")
-	// Address is the sandbox's address on the egress network.
-	Address = netip.MustParseAddr("10.0.2.100")
+	resolver = netip.MustParseAddr("10.0.2.3")
+	// sandboxAddr is the sandbox's address on the egress network.
+	sandboxAddr = netip.MustParseAddr("10.0.2.100")
 
 	hostLoopback = netip.AddrFrom4([4]byte{127, 0, 0, 1})
 	unspecified4 = netip.IPv4Unspecified()
@@ -184,7 +184,7 @@ func Compile(n *policy.Network) (*Filter, error) {
 	for pi, p := range protos {
 		f.dns[pi] = true
 		for i := range rules {
-			if r := &rules[i]; r.Action == policy.Deny && r.Matches(p, Resolver, 53, policy.Out) {
+			if r := &rules[i]; r.Action == policy.Deny && r.Matches(p, resolver, 53, policy.Out) {
 				f.dns[pi], f.dnsDeny[pi] = false, r
 				break
 			}
@@ -204,7 +204,7 @@ func classifyOut(r *policy.NetRule) (served []netip.Prefix, lost []string) {
 			v6 = append(v6, prefixString(p))
 		case p.Bits() >= 8 && loopback4.Contains(p.Addr()) && !p.Contains(hostLoopback):
 			loop = append(loop, prefixString(p))
-		case p.Bits() >= VirtualNetwork.Bits() && VirtualNetwork.Contains(p.Addr()):
+		case p.Bits() >= egressNet.Bits() && egressNet.Contains(p.Addr()):
 			vnet = append(vnet, prefixString(p))
 		case p.Bits() >= 8 && thisNetwork4.Contains(p.Addr()):
 			this = append(this, prefixString(p))
@@ -219,7 +219,7 @@ func classifyOut(r *policy.NetRule) (served []netip.Prefix, lost []string) {
 		lost = append(lost, fmt.Sprintf("%s is the sandbox's own loopback: of the host's loopback only 127.0.0.1 is reachable from the sandbox", strings.Join(loop, ", ")))
 	}
 	if len(vnet) > 0 {
-		lost = append(lost, fmt.Sprintf("%s lies in the sandbox's egress network %s, whose addresses are not the hosts of that name", strings.Join(vnet, ", "), VirtualNetwork))
+		lost = append(lost, fmt.Sprintf("%s lies in the sandbox's egress network %s, whose addresses are not the hosts of that name", strings.Join(vnet, ", "), egressNet))
 	}
 	if len(this) > 0 {
 		lost = append(lost, fmt.Sprintf("%s is not a destination address", strings.Join(this, ", ")))
@@ -306,12 +306,12 @@ func (f *Filter) build(rules []policy.NetRule, hostLoop, fwd [2]portSet) {
 	}
 	for pi, p := range protos {
 		if f.dns[pi] {
-			out.add(nrule{fam: famIPv4, proto: p, daddr: []netip.Prefix{netip.PrefixFrom(Resolver, 32)},
+			out.add(nrule{fam: famIPv4, proto: p, daddr: []netip.Prefix{netip.PrefixFrom(resolver, 32)},
 				dport: []policy.PortRange{{Lo: 53, Hi: 53}}, verdict: vAccept, comment: "DNS to the sandbox's resolver"})
 		}
 	}
-	out.add(nrule{fam: famIPv4, proto: policy.TCP, daddr: []netip.Prefix{VirtualNetwork}, verdict: vReset, comment: "the egress network itself"})
-	out.add(nrule{fam: famIPv4, daddr: []netip.Prefix{VirtualNetwork}, verdict: vDrop, comment: "the egress network itself"})
+	out.add(nrule{fam: famIPv4, proto: policy.TCP, daddr: []netip.Prefix{egressNet}, verdict: vReset, comment: "the egress network itself"})
+	out.add(nrule{fam: famIPv4, daddr: []netip.Prefix{egressNet}, verdict: vDrop, comment: "the egress network itself"})
 	for i := range rules {
 		if r := &rules[i]; r.Action == policy.Allow && r.Dir&policy.Out != 0 {
 			emit(&out, r, true)
@@ -335,7 +335,7 @@ func (f *Filter) build(rules []policy.NetRule, hostLoop, fwd [2]portSet) {
 		for pi, p := range protos {
 			if rs := hostLoop[pi].ranges(); len(rs) > 0 {
 				nat.add(nrule{fam: famIPv4, daddr: []netip.Prefix{netip.PrefixFrom(hostLoopback, 32)}, proto: p, dport: rs,
-					verdict: vDNAT, natTo: Gateway, comment: "to the host's loopback"})
+					verdict: vDNAT, natTo: gateway, comment: "to the host's loopback"})
 			}
 		}
 		post := chain{name: "nat_postrouting", typ: "nat", hook: "postrouting", priority: 100}
@@ -424,7 +424,7 @@ func hasWhole(ps []netip.Prefix, v4 bool) bool {
 func servedByTap(p netip.Prefix) bool {
 	switch {
 	case p.Addr().Is4():
-		return !(p.Bits() >= 8 && loopback4.Contains(p.Addr())) && !(p.Bits() >= VirtualNetwork.Bits() && VirtualNetwork.Contains(p.Addr()))
+		return !(p.Bits() >= 8 && loopback4.Contains(p.Addr())) && !(p.Bits() >= egressNet.Bits() && egressNet.Contains(p.Addr()))
 	default:
 		return p != netip.PrefixFrom(netip.IPv6Loopback(), 128)
 	}
@@ -482,7 +482,7 @@ func (f *Filter) Hosts() []byte {
 }
 
 // ResolvConf returns the content for the sandbox's /etc/resolv.conf, or nil when
-// no traffic leaves the sandbox. The sandbox's only resolver is Resolver; when a
+// no traffic leaves the sandbox. The sandbox's only resolver is 10.0.2.3; when a
 // DENY rule refuses DNS to it, the file names no resolver (the C library then asks
 // the sandbox's own loopback, where nothing answers).
 func (f *Filter) ResolvConf() []byte {
@@ -493,9 +493,9 @@ func (f *Filter) ResolvConf() []byte {
 	b.WriteString("# The sandbox's resolver: the egress stack forwards its queries to the host's resolver.\n")
 	switch {
 	case f.dns[1]:
-		fmt.Fprintf(&b, "nameserver %s\n", Resolver)
+		fmt.Fprintf(&b, "nameserver %s\n", resolver)
 	case f.dns[0]:
-		fmt.Fprintf(&b, "nameserver %s\noptions use-vc\n", Resolver)
+		fmt.Fprintf(&b, "nameserver %s\noptions use-vc\n", resolver)
 	default:
 		fmt.Fprintf(&b, "# No resolver: DNS is refused by %s: %s\n", f.dnsDeny[1].Ref, f.dnsDeny[1].Raw)
 	}
@@ -515,7 +515,7 @@ func (f *Filter) String() string {
 		loop = "on, reached only through the nat_output redirections"
 	}
 	fmt.Fprintf(&b, "# egress: slirp4netns, %s %s/%d, gateway %s, resolver %s; host loopback %s\n",
-		TapName, Address, VirtualNetwork.Bits(), Gateway, Resolver, loop)
+		TapName, sandboxAddr, egressNet.Bits(), gateway, resolver, loop)
 	for _, fw := range f.forwards {
 		fmt.Fprintf(&b, "# forward: %s 127.0.0.1:%d on the host -> 127.0.0.1:%d in the sandbox (%s)\n", fw.Proto, fw.Port, fw.Port, fw.Rule.Ref)
 	}

@@ -15,10 +15,10 @@
 //     connection fails at once with ECONNREFUSED (the filter answers with a
 //     reset), a refused UDP datagram fails its send(2) with EPERM; IPv6 has no
 //     route out (ENETUNREACH);
-//   - DNS only to the resolver the sandbox is given (Resolver, which slirp4netns
+//   - DNS only to the resolver the sandbox is given (10.0.2.3, which slirp4netns
 //     forwards to the host's resolver), unless a DENY rule refuses it; the
 //     sandbox's /etc/hosts (Hosts) lists the pinned names with exactly their
-//     checked addresses, and its /etc/resolv.conf (ResolvConf) names Resolver;
+//     checked addresses, and its /etc/resolv.conf (ResolvConf) names 10.0.2.3;
 //   - OUT rules to the host's loopback reach it: the sandbox's 127.0.0.1 on an
 //     allowed port is redirected (DNAT) to the egress gateway, which slirp4netns
 //     maps to the host's 127.0.0.1; without such a rule slirp4netns runs with
