@@ -163,7 +163,14 @@ func Compile(n *policy.Network) (*Filter, error) {
 		}
 	}
 	if total > MaxForwards {
-		errs = append(errs, fmt.Errorf("the ALLOW IN rules on the loopback address forward %d ports from the host's loopback into the sandbox, at most %d can be: narrow their PORTS", total, MaxForwards))
+		var refs []string
+		for i := range rules {
+			if r := &rules[i]; r.Action == policy.Allow && r.Dir&policy.In != 0 && len(r.Ports) > 0 && forwardable(r) {
+				refs = append(refs, r.Ref.String())
+			}
+		}
+		errs = append(errs, fmt.Errorf("%s: the ALLOW IN rules on the loopback address forward %d ports from the host's loopback into the sandbox, at most %d can be: narrow their PORTS",
+			strings.Join(refs, ", "), total, MaxForwards))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)

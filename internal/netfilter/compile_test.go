@@ -48,6 +48,17 @@ func TestCompileRefusesRulesItCannotServe(t *testing.T) {
 	}
 }
 
+func TestCompileForwardsInAll(t *testing.T) {
+	n, err := loadRules(t, "net=ALLOW|tcp|127.0.0.1|1000-1200|IN", "net=ALLOW|udp|localhost|2000-2100|IN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(n)
+	if err == nil || !strings.Contains(err.Error(), ruleFile+"(1), "+ruleFile+"(2): ") || !strings.Contains(err.Error(), "forward 302 ports") {
+		t.Errorf("Compile = %v, want the two rules named and 302 ports", err)
+	}
+}
+
 func TestCompileWarnsAboutUnreachableAddresses(t *testing.T) {
 	f := compileRules(t, "net=ALLOW|tcp|localhost|5432|OUT", "net=ALLOW|tcp|*|443|OUT")
 	w := f.Warnings()
