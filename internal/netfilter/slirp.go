@@ -119,7 +119,13 @@ func startSlirp(ctx context.Context, c slirpConfig) (*slirp, error) {
 		args = append(args, "--enable-sandbox")
 	}
 	if c.api {
-		s.dir, err = os.MkdirTemp("", "pysandboxes-net-")
+		// A private directory (0700) for the API socket; a socket path holds at
+		// most 107 bytes, so a long $TMPDIR gives way to /tmp.
+		tmp := os.TempDir()
+		if len(tmp) > 64 {
+			tmp = "/tmp"
+		}
+		s.dir, err = os.MkdirTemp(tmp, "pysandboxes-net-")
 		if err != nil {
 			return nil, fmt.Errorf("slirp4netns: %w", err)
 		}
