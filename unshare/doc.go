@@ -14,25 +14,28 @@
 // # How it confines
 //
 // The program starts under the supervisor of package internal/supervise (the host
-// binary re-executed; its C version runs before the Go runtime starts). The host
-// clones that supervisor into new namespaces and maps the sandbox's root (uid 0,
-// gid 0) to the caller's uid and gid, or, for a root caller, to the ids of
-// unshare.uid= and unshare.gid= (then without the host's supplementary groups).
-// The supervisor is pid 1 of the new pid namespace: when it ends, for whatever
-// reason, the kernel kills every process of the sandbox; it dies with the host
-// (parent-death signal, and a pipe only the host writes to, whose end it
-// watches), and the context's end or Cmd.Terminate make it kill the tree.
+// binary re-executed; its C version runs before the Go runtime starts). The
+// supervisor clones an inner supervisor into new namespaces and maps the
+// sandbox's root (uid 0, gid 0) to the caller's uid and gid, or, for a root
+// caller, to the ids of unshare.uid= and unshare.gid= (then without the host's
+// supplementary groups); the host's own memory is never copied. The inner
+// supervisor is pid 1 of the new pid namespace: when it ends, for whatever
+// reason, the kernel kills every process of the sandbox; it dies with the outer
+// one, which dies with the host (parent-death signals), and the context's end or
+// Cmd.Terminate make it kill the tree.
 //
-// Before it starts the program, the supervisor builds the sandbox's root with the
-// new mount API (open_tree, mount_setattr, move_mount, fsopen, fsmount: every host
-// path opened without following symbolic links, so a tree that changed since the
-// plan fails the start), then pivots into it, detaches the host's tree, makes the
-// root read-only, forbids user namespaces below its own
+// Before it starts the program, the inner supervisor builds the sandbox's root
+// with the new mount API (open_tree, mount_setattr, move_mount, fsopen, fsmount:
+// every host path opened without following symbolic links, so a tree that
+// changed since the plan fails the start), then pivots into it, detaches the
+// host's tree, makes the root read-only, forbids user namespaces below its own
 // (user.max_user_namespaces=0) and brings the loopback interface up. The root:
 //
 //   - a tmpfs, read-only once built, holding only the directories on the way to
-//     what follows, the merged-/usr links of the host (/bin, /lib, /lib64, /sbin
-//     -> usr/...) and /etc/hosts (localhost) unless the policy exposes the host's;
+//     what follows (mode 0111: they can be crossed, not listed, so a program
+//     that climbs out of an exposed directory finds nothing to list), the
+//     merged-/usr links of the host (/bin, /lib, /lib64, /sbin -> usr/...) and
+//     /etc/hosts (localhost) unless the policy exposes the host's;
 //   - the expose-ro= directories bind-mounted read-only, the expose-rw= ones
 //     read-write, recursively, all nosuid and nodev. Nothing else of the host is
 //     there: a path the policy does not expose does not exist (ENOENT), writes

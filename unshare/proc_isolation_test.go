@@ -31,7 +31,7 @@ host, victim = int(sys.argv[1]), int(sys.argv[2])
 pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
 print("self", os.getpid(), "ppid", os.getppid())
 print("has1", 1 in pids)
-attempt("cmdline1", lambda: open("/proc/1/cmdline").read().split("\0")[0])
+attempt("cmdline1", lambda: open("/proc/1/cmdline").read().split("\0")[0].startswith("pysandboxes-supervisor"))
 attempt("environ1", lambda: open("/proc/1/environ").read())
 attempt("mem1", lambda: open("/proc/1/mem", "rb").read(1))
 attempt("root1", lambda: os.listdir("/proc/1/root"))
@@ -44,7 +44,7 @@ r = libc.ptrace(16, 1, 0, 0)  # PTRACE_ATTACH
 print("ptrace", r, errno.errorcode.get(ctypes.get_errno()))
 `, strconv.Itoa(os.Getpid()), strconv.Itoa(victim.Process.Pid))
 	expectLine(t, out, "has1 True")
-	expectLine(t, out, "cmdline1 OK pysandboxes-supervisor")
+	expectLine(t, out, "cmdline1 OK True")
 	for _, l := range []string{"environ1", "mem1", "root1", "exe1"} {
 		expectLine(t, out, l+" EACCES")
 	}
@@ -58,7 +58,6 @@ print("ptrace", r, errno.errorcode.get(ctypes.get_errno()))
 	if victim.ProcessState != nil || syscall.Kill(victim.Process.Pid, 0) != nil {
 		t.Error("the host process died")
 	}
-	t.Log(out)
 }
 
 // TestHostnameDoesNotLeak: the program cannot change the hostname (no capability),

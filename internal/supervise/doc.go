@@ -40,8 +40,8 @@
 // same malformed specs with the same messages, apply the same stages with the same
 // error messages, and report the same lines on the status pipe:
 //
-//	N                    namespaces and root ready, waiting for the go-ahead
-//	                     (Namespaces.Wait only)
+//	N <pid>              namespaces and root ready, waiting for the go-ahead
+//	                     (Namespaces.Wait only; pid: the inner supervisor's)
 //	S <pid>              the program runs
 //	E <errno> <message>  it could not be started (errno 0 when a stage or the spec
 //	                     failed: a sandbox that cannot be set up is never taken for
@@ -55,22 +55,30 @@
 //
 // # Namespaces
 //
-// A spec with Namespaces (namespaces.go) runs the supervisor itself in new user,
-// mount, pid, network, IPC, UTS and cgroup namespaces (the host's exec clones it
-// there and writes its id maps): it is pid 1 of the pid namespace, so the kernel
-// kills every process of the sandbox when it ends, and it builds the sandbox's
-// root (a tmpfs holding bind mounts of host paths, masks, a new /proc...) from the
-// spec's operations with the new mount API, pivots into it and seals it read-only
-// before it starts the program. Its parent's pid is invisible from there, so a
-// "lifeline" pipe (whose write end only the host holds) replaces the getppid
-// checks: its end means the host died. With Namespaces.Wait the supervisor
-// reports "N" once everything is ready and waits for a go-ahead byte on the
-// lifeline (Handle.StartReady runs the caller's function in between: the network
-// filter of the namespace providers). The "S" report then carries the program's
-// pid as the host sees it (read from the host's /proc, kept open for that), and
-// the tree is killed with kill(-1). The C supervisor ignores the signals that
+// A spec with Namespaces (namespaces.go) runs the program in new user, mount,
+// pid, network, IPC, UTS and cgroup namespaces. The supervisor the host started
+// (with a cheap vfork, as always) clones an inner supervisor into them, writes its
+// id maps from outside (as only a process outside a user namespace may when the
+// sandbox's root is not the caller's own id), and from then on only relays the
+// host's signals to it and mirrors its end: the host's own address space is never
+// copied (a Go host would have to fork itself without vfork to clone into a new
+// user namespace, which costs in proportion to its memory). The inner supervisor
+// is pid 1 of the pid namespace, so the kernel kills every process of the sandbox
+// when it ends (it dies with the outer one, which dies with the host); it builds
+// the sandbox's root (a tmpfs holding bind mounts of host paths, masks, a new
+// /proc...) from the spec's operations with the new mount API, pivots into it and
+// seals it read-only before it starts the program. With Namespaces.Wait it
+// reports "N <pid>" once everything is ready (its pid in the host: /proc/<pid>/ns
+// are the sandbox's namespaces) and waits for a go-ahead byte on a "lifeline"
+// pipe whose write end only the host holds (Handle.StartReady runs the caller's
+// function in between: the network filter of the namespace providers). The "S"
+// report then carries the program's pid as the host sees it (read from the host's
+// /proc, kept open for that), the inner supervisor writes the "X" report, and the
+// tree is killed with kill(-1). The C supervisor ignores the signals that
 // processes of the sandbox send it (only the host, from outside the pid
-// namespace, may ask it to stop).
+// namespace, may ask it to stop). The Go supervisor does the same with the Go
+// runtime: the inner supervisor is the binary started again (argv[0]
+// pysandboxes-supervisor-go-ns).
 //
 // The host side is Command, which returns an *exec.Cmd for the supervisor and a
 // Handle that reads its reports.

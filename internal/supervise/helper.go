@@ -16,8 +16,8 @@ import (
 func init() {
 	// In a cgo build the C supervisor has already taken a process with marker over
 	// (and never returned): only markerGo reaches this point there.
-	if len(os.Args) >= 3 && (os.Args[0] == marker || os.Args[0] == markerGo) {
-		os.Exit(helperMain(os.Args[1:]))
+	if len(os.Args) >= 3 && (os.Args[0] == marker || os.Args[0] == markerGo || os.Args[0] == markerGoNS) {
+		os.Exit(helperMain(os.Args[1:], os.Args[0] == markerGoNS))
 	}
 }
 
@@ -31,8 +31,9 @@ var forwarded = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, sys
 
 // helperMain is the Go supervisor: args are the version, the status descriptor
 // and the spec descriptor. It does what supervisor_linux.c does, with the same
-// reports and messages.
-func helperMain(args []string) int {
+// reports and messages. inner is set in the supervisor that runs in the
+// namespaces of a spec (started by the Go supervisor outside them).
+func helperMain(args []string, inner bool) int {
 	// Until the status pipe is known, the only way to complain is stderr.
 	if args[0] != version {
 		fmt.Fprintf(os.Stderr, "pysandboxes supervisor: protocol \"%s\", want \"%s\" (host and helper binaries differ)\n", args[0], version)
@@ -52,12 +53,12 @@ func helperMain(args []string) int {
 	}
 	// The spec first: os.NewFile of the (non-blocking) status pipe makes the
 	// runtime's poller, whose descriptor could take a missing spec's number.
-	spec, err := readSpec(specFD)
-	h := &helper{status: os.NewFile(uintptr(statusFD), "status")}
+	spec, raw, err := readSpec(specFD)
+	h := &helper{status: os.NewFile(uintptr(statusFD), "status"), statusFD: statusFD, specFD: specFD, inner: inner}
 	if err != nil {
 		return h.fail(fmt.Errorf("bad spec: %s", err))
 	}
-	h.spec = spec
+	h.spec, h.raw = spec, raw
 	return h.run()
 }
 
@@ -71,17 +72,17 @@ func parseFD(s string) int {
 }
 
 // readSpec reads and decodes the spec file, and closes it.
-func readSpec(fd int) (*wireSpec, error) {
+func readSpec(fd int) (*wireSpec, []byte, error) {
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("cannot read it: %s", err.Error())
+		return nil, nil, fmt.Errorf("cannot read it: %s", err.Error())
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		return nil, errors.New("cannot read it: not a regular file")
+		return nil, nil, errors.New("cannot read it: not a regular file")
 	}
 	if st.Size > maxSpec {
-		return nil, fmt.Errorf("%d bytes, more than %d", st.Size, maxSpec)
+		return nil, nil, fmt.Errorf("%d bytes, more than %d", st.Size, maxSpec)
 	}
 	b := make([]byte, st.Size)
 	for got := 0; got < len(b); {
@@ -90,18 +91,23 @@ func readSpec(fd int) (*wireSpec, error) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("cannot read it: %s", err.Error())
+			return nil, nil, fmt.Errorf("cannot read it: %s", err.Error())
 		}
 		if n == 0 {
-			return nil, errors.New("cannot read it: short read")
+			return nil, nil, errors.New("cannot read it: short read")
 		}
 		got += n
 	}
-	return decodeWire(b)
+	spec, err := decodeWire(b)
+	return spec, b, err
 }
 
 type helper struct {
 	spec       *wireSpec
+	raw        []byte // the spec as read (for the inner supervisor)
+	statusFD   int
+	specFD     int
+	inner      bool // in the namespaces of the spec
 	status     *os.File
 	pid        int  // the program
 	hostPID    int  // the program's pid in the host (namespaces only)
@@ -130,10 +136,13 @@ func (h *helper) run() int {
 	// Nothing but 0, 1, 2 and the extra files may reach the program.
 	_ = unix.CloseRange(uint(3+h.spec.extra), math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	ns := h.spec.ns
-	// The host may have died before the parent-death signal was armed (in a pid
-	// namespace the lifeline tells: the parent's pid is not visible).
-	if ns != nil && hostGone(ns.lifeline) || ns == nil && os.Getppid() != h.spec.hostPID {
+	// The host may have died before the parent-death signal was armed (the inner
+	// supervisor's parent is the outer one, which checked).
+	if !h.inner && os.Getppid() != h.spec.hostPID {
 		return h.fail(errors.New("the host process is gone"))
+	}
+	if ns != nil && !h.inner {
+		return h.runOuter()
 	}
 	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 		return h.fail(fmt.Errorf("cannot become a child subreaper: %w", err))
@@ -147,9 +156,14 @@ func (h *helper) run() int {
 		}
 		h.hostproc = hostproc
 		if ns.flags&nsWait != 0 {
-			h.report("N")
+			buf := make([]byte, 32)
+			n, err := unix.Readlinkat(hostproc, "self", buf)
+			if err != nil {
+				return h.fail(fmt.Errorf("cannot tell the supervisor's pid in the host: %s", errText(err)))
+			}
+			h.report("N %s", buf[:n])
 			var go1 [1]byte
-			n, err := unix.Read(ns.lifeline, go1[:])
+			n, err = unix.Read(ns.lifeline, go1[:])
 			for err == unix.EINTR {
 				n, err = unix.Read(ns.lifeline, go1[:])
 			}

@@ -87,18 +87,6 @@ func command(spec Spec, helper string, env []string, dir string, extra []*os.Fil
 		}
 		h.lifeR, h.lifeW, h.wait = lr, lw, ns.Wait
 		cmd.ExtraFiles = append(cmd.ExtraFiles, lr)
-		cmd.SysProcAttr.Cloneflags = CloneFlags
-		cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.UID, Size: 1}}
-		cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.GID, Size: 1}}
-		cmd.SysProcAttr.GidMappingsEnableSetgroups = false
-		if ns.UID != os.Geteuid() || ns.GID != os.Getegid() {
-			// The host's ids are not those the sandbox's root stands for (a root
-			// host mapping it to another user): become that root before the exec,
-			// which would otherwise drop every capability of an unmapped user, and
-			// shed the host's supplementary groups.
-			cmd.SysProcAttr.GidMappingsEnableSetgroups = true
-			cmd.SysProcAttr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
-		}
 		// The working directory is the program's, in the new root (OpChdir): the
 		// supervisor starts where the host is.
 		cmd.Dir = ""
@@ -106,7 +94,7 @@ func command(spec Spec, helper string, env []string, dir string, extra []*os.Fil
 	return cmd, h, nil
 }
 
-// CloneFlags are the namespaces a supervisor of a spec with Namespaces runs in.
+// CloneFlags are the namespaces a supervisor of a spec with Namespaces makes.
 const CloneFlags = syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET |
 	syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS | syscall.CLONE_NEWCGROUP
 
@@ -174,8 +162,9 @@ func (h *Handle) Start(ctx context.Context, cmd *exec.Cmd) (int, error) {
 
 // StartReady is Start for a spec whose Namespaces wait for the go-ahead: once
 // the supervisor reports that the namespaces and the sandbox's root are ready, it
-// calls ready with the supervisor's pid (/proc/<pid>/ns/* are the sandbox's
-// namespaces), and lets the program start only when ready returns nil. An error
+// calls ready with the pid of the supervisor that runs in them (pid 1 of the
+// sandbox; /proc/<pid>/ns/* are the sandbox's namespaces), and lets the program
+// start only when ready returns nil. An error
 // of ready is returned, and the program never starts (the supervisor exits when
 // the caller kills it or closes the Handle). ready may be nil.
 func (h *Handle) StartReady(ctx context.Context, cmd *exec.Cmd, ready func(ctx context.Context, supervisor int) error) (int, error) {
@@ -200,14 +189,15 @@ func (h *Handle) StartReady(ctx context.Context, cmd *exec.Cmd, ready func(ctx c
 		if err != nil {
 			return 0, err
 		}
-		if line != "N\n" {
+		sup, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(line, "N "), "\n"))
+		if !strings.HasPrefix(line, "N ") || err != nil || sup <= 0 {
 			if err := h.parseStart(line); err != nil {
 				return 0, err
 			}
-			return 0, &HelperError{Msg: "the supervisor started the program without the go-ahead"}
+			return 0, &HelperError{Msg: "bad report " + strconv.Quote(line)}
 		}
 		if ready != nil {
-			if err := ready(ctx, cmd.Process.Pid); err != nil {
+			if err := ready(ctx, sup); err != nil {
 				return 0, err
 			}
 		}

@@ -5,21 +5,21 @@ import (
 	"strings"
 )
 
-// Namespaces asks for the supervisor to run in new namespaces: a user namespace
+// Namespaces asks for the program to run in new namespaces: a user namespace
 // whose root (uid 0, gid 0) stands for the host ids UID and GID, and new mount,
-// pid, network, IPC, UTS and cgroup namespaces. The supervisor is then pid 1 of
-// the new pid namespace (its end, for whatever reason, kills every process of the
-// sandbox: the kernel does), and before it starts the program it builds the
-// sandbox's root from the operations of Root, in order, on a fresh tmpfs, makes
-// that tmpfs the root (pivot_root, the host's tree detached), seals it read-only,
-// forbids user namespaces below its own (user.max_user_namespaces=0), and makes
-// itself non-dumpable. The program's stages (no-new-privs, drop-capabilities,
+// pid, network, IPC, UTS and cgroup namespaces. The supervisor clones an inner
+// supervisor into them, which is pid 1 of the new pid namespace (its end, for
+// whatever reason, kills every process of the sandbox: the kernel does). Before
+// it starts the program, the inner supervisor builds the sandbox's root from the
+// operations of Root, in order, on a fresh tmpfs, makes that tmpfs the root
+// (pivot_root, the host's tree detached), seals it read-only, forbids user
+// namespaces below its own (user.max_user_namespaces=0), and makes itself
+// non-dumpable. The program's stages (no-new-privs, drop-capabilities,
 // seccomp...) are applied as usual, after all of that.
 //
-// The host's side: Command clones the supervisor into the namespaces and writes
-// its id maps; Handle.StartReady runs a function between "the namespaces exist"
-// and "the program starts" when Wait is set (the network filter of the namespace
-// providers goes in there).
+// With Wait, Handle.StartReady runs a function between "the namespaces exist"
+// and "the program starts" (the network filter of the namespace providers goes
+// in there).
 type Namespaces struct {
 	// UID and GID are the host ids of the sandbox's root.
 	UID int `json:"uid"`

@@ -118,7 +118,7 @@ ls /sys/class/net 2>&1 | head -1; cat /proc/net/dev | tail -n +3 | cut -d: -f1 |
 		}
 		for _, want := range []string{" cwd=" + dir + "\n", "\n0\n", "0 " + strconv.Itoa(os.Getuid()) + " 1",
 			"bin\ndev\netc\nlib\nlib64\nproc\ntmp\nusr\n", "visible\n", "secret=1", "root-write=1", "usr-write=1",
-			"tmp-write=ok", "dir-write=ok", "127.0.0.1 localhost", im.marker + " " + version, "\nlo\n"} {
+			"tmp-write=ok", "dir-write=ok", "127.0.0.1 localhost", innerMarker(im) + " " + version, "\nlo\n"} {
 			if !strings.Contains(o, want) {
 				t.Errorf("output lacks %q:\n%s", want, o)
 			}
@@ -356,7 +356,7 @@ func TestNamespacesWireRoundTrip(t *testing.T) {
 	if ok, cerr := cParse(b); ok && cerr != nil {
 		t.Errorf("C parser: %v", cerr)
 	}
-	want := &wireNS{flags: nsWait | nsLoopback, lifeline: 5, root: ns.Root}
+	want := &wireNS{flags: nsWait | nsLoopback, lifeline: 5, uid: os.Getuid(), gid: os.Getgid(), root: ns.Root}
 	if !reflect.DeepEqual(got.ns, want) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", got.ns, want)
 	}
@@ -373,23 +373,25 @@ func TestNamespacesWireRoundTrip(t *testing.T) {
 func nsBadSpecs() []struct{ wire, want string } {
 	p := fmt.Sprintf("H\t%d\t0\nP\t/bin/true\nA\ttrue\n", os.Getpid())
 	return []struct{ wire, want string }{
-		{p + "U\t4\t5\n.\n", "line 4: number out of range"},
-		{p + "U\t1\t2147483648\n.\n", "line 4: number out of range"},
-		{p + "U\t1\n.\n", "line 4: too few fields"},
-		{p + "U\t0\t5\nM\t0\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
-		{p + "U\t0\t5\nM\t10\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
-		{p + "U\t0\t5\nM\t1\t4096\t0\t0\nT\t/\n.\n", "line 5: number out of range"},
-		{p + "U\t0\t5\nM\t1\t0\t64\t0\nT\t/\n.\n", "line 5: number out of range"},
-		{p + "U\t0\t5\nM\t1\t0\t0\t0\n.\n", "line 6: expected the path record T"},
-		{p + "U\t0\t5\nM\t1\t0\t0\t0\nT\tx\n.\n", "line 6: not an absolute path"},
-		{p + "U\t0\t5\nM\t3\t0\t0\t0\nT\t/x\n.\n", "line 7: expected the source record F"},
-		{p + "U\t0\t5\nM\t3\t0\t0\t0\nT\t/x\nF\ty\n.\n", "line 7: not an absolute path"},
-		{p + "U\t0\t5\nM\t2\t0\t0\t0\nT\t/x\nF\t\n.\n", "line 7: empty symbolic link target"},
-		{p + "U\t0\t5\nM\t6\t0\t0\t0\nT\t/x\n.\n", "line 7: expected the data record D"},
-		{p + "U\t0\t5\nM\t6\t0\t0\t0\nT\t/x\nD\t0g\n.\n", "line 7: field 1: bad hex"},
-		{p + "U\t0\t5\nM\t1\t0\t0\t0\nT\t/x\nF\t/y\n.\n", "line 7: unexpected record"},
-		{p + "U\t0\t5\nT\t/x\n.\n", "line 5: unexpected record"},
-		{p + "S\tno-new-privs\nU\t0\t5\n.\n", "line 5: unexpected record"},
+		{p + "U\t4\t5\t0\t0\n.\n", "line 4: number out of range"},
+		{p + "U\t1\t2147483648\t0\t0\n.\n", "line 4: number out of range"},
+		{p + "U\t1\t5\t4294967295\t0\n.\n", "line 4: number out of range"},
+		{p + "U\t1\t5\t0\t4294967295\n.\n", "line 4: number out of range"},
+		{p + "U\t1\t5\n.\n", "line 4: too few fields"},
+		{p + "U\t0\t5\t0\t0\nM\t0\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
+		{p + "U\t0\t5\t0\t0\nM\t10\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
+		{p + "U\t0\t5\t0\t0\nM\t1\t4096\t0\t0\nT\t/\n.\n", "line 5: number out of range"},
+		{p + "U\t0\t5\t0\t0\nM\t1\t0\t64\t0\nT\t/\n.\n", "line 5: number out of range"},
+		{p + "U\t0\t5\t0\t0\nM\t1\t0\t0\t0\n.\n", "line 6: expected the path record T"},
+		{p + "U\t0\t5\t0\t0\nM\t1\t0\t0\t0\nT\tx\n.\n", "line 6: not an absolute path"},
+		{p + "U\t0\t5\t0\t0\nM\t3\t0\t0\t0\nT\t/x\n.\n", "line 7: expected the source record F"},
+		{p + "U\t0\t5\t0\t0\nM\t3\t0\t0\t0\nT\t/x\nF\ty\n.\n", "line 7: not an absolute path"},
+		{p + "U\t0\t5\t0\t0\nM\t2\t0\t0\t0\nT\t/x\nF\t\n.\n", "line 7: empty symbolic link target"},
+		{p + "U\t0\t5\t0\t0\nM\t6\t0\t0\t0\nT\t/x\n.\n", "line 7: expected the data record D"},
+		{p + "U\t0\t5\t0\t0\nM\t6\t0\t0\t0\nT\t/x\nD\t0g\n.\n", "line 7: field 1: bad hex"},
+		{p + "U\t0\t5\t0\t0\nM\t1\t0\t0\t0\nT\t/x\nF\t/y\n.\n", "line 7: unexpected record"},
+		{p + "U\t0\t5\t0\t0\nT\t/x\n.\n", "line 5: unexpected record"},
+		{p + "S\tno-new-privs\nU\t0\t5\t0\t0\n.\n", "line 5: unexpected record"},
 	}
 }
 
@@ -431,4 +433,13 @@ func BenchmarkNamespaces(b *testing.B) {
 			}
 		})
 	}
+}
+
+// innerMarker is argv[0] of the supervisor inside the namespaces (pid 1): a clone
+// of the C one, or the Go one started again.
+func innerMarker(im impl) string {
+	if im.c {
+		return im.marker
+	}
+	return markerGoNS
 }

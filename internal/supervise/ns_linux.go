@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -572,4 +574,71 @@ func readAt(dir int, name string) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// runOuter is the Go supervisor outside the namespaces of the spec: it starts the
+// inner supervisor (this binary again, as markerGoNS) in new namespaces, with the
+// same descriptors and the spec, its id maps written by the runtime, then relays
+// the host's signals to it and mirrors its end (the inner one reports everything
+// on the status pipe). See enter_ns in supervisor_linux.c.
+func (h *helper) runOuter() int {
+	ns := h.spec.ns
+	sf, err := specFile(h.raw)
+	if err != nil {
+		return h.fail(err)
+	}
+	files := make([]uintptr, h.specFD+2)
+	for i := range files {
+		files[i] = uintptr(i)
+	}
+	files[h.specFD] = sf.Fd()
+	own := ns.uid == os.Geteuid() && ns.gid == os.Getegid()
+	attr := &syscall.SysProcAttr{
+		Cloneflags:                 CloneFlags,
+		UidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.uid, Size: 1}},
+		GidMappings:                []syscall.SysProcIDMap{{ContainerID: 0, HostID: ns.gid, Size: 1}},
+		GidMappingsEnableSetgroups: !own,
+		Pdeathsig:                  syscall.SIGKILL,
+	}
+	if !own {
+		attr.Credential = &syscall.Credential{Uid: 0, Gid: 0, Groups: []uint32{}}
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, append([]os.Signal{SignalHostDied, SignalTerminate}, forwarded...)...)
+	runtime.LockOSThread() // the inner supervisor's parent-death signal is tied to this thread
+	pid, err := syscall.ForkExec("/proc/self/exe", []string{markerGoNS, version, strconv.Itoa(h.statusFD), strconv.Itoa(h.specFD)},
+		&syscall.ProcAttr{Env: []string{}, Files: files, Sys: attr})
+	sf.Close()
+	if err != nil {
+		return h.fail(fmt.Errorf("cannot make the namespaces: %s", errText(err)))
+	}
+	unix.Close(ns.lifeline)
+	exited := make(chan syscall.WaitStatus, 1)
+	go func() {
+		var ws syscall.WaitStatus
+		for {
+			_, err := syscall.Wait4(pid, &ws, 0, nil)
+			if err != syscall.EINTR {
+				break
+			}
+		}
+		exited <- ws
+	}()
+	for {
+		select {
+		case ws := <-exited:
+			if ws.Signaled() {
+				return 128 + int(ws.Signal())
+			}
+			return ws.ExitStatus()
+		case s := <-sigs:
+			if s == SignalHostDied {
+				if os.Getppid() == h.spec.hostPID {
+					continue // a host thread ended, not the host
+				}
+				s = syscall.SIGKILL // pid 1: the whole sandbox
+			}
+			_ = syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}
 }

@@ -13,6 +13,9 @@ const (
 	// markerGo is argv[0] of a supervisor that must be the Go one even in a cgo
 	// build (the tests run both supervisors with it).
 	markerGo = "pysandboxes-supervisor-go"
+	// markerGoNS is argv[0] of the Go supervisor that runs inside the namespaces
+	// of a spec (the Go supervisor starts it: see helper.go).
+	markerGoNS = "pysandboxes-supervisor-go-ns"
 	// version is argv[1]: a host and a helper binary of different protocol versions
 	// refuse to work together. v2: the spec is the wire format of wire.go, read
 	// from a descriptor. v3: namespaces (the U, M, T, F and D records).

@@ -35,6 +35,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <grp.h>
 #include <poll.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
@@ -218,6 +219,7 @@ static struct {
 	int ns;
 	uint64_t ns_flags;
 	int lifeline;             /* the pipe only the host writes to */
+	uint64_t ns_uid, ns_gid;  /* the host ids the sandbox's root stands for */
 	size_t ns_first, ns_end;  /* the root operations: recs[ns_first:ns_end] */
 	int hostproc;             /* the host's /proc (O_PATH), to tell the program's host pid */
 	pid_t prog_host;          /* the program's pid in the host (written by the child) */
@@ -353,9 +355,8 @@ static const char *schema(char t) {
 		return "nnn";
 	case 'L':
 	case 'M':
-		return "nnnn";
 	case 'U':
-		return "nn";
+		return "nnnn";
 	case 'D':
 		return "x";
 	case 'G':
@@ -522,11 +523,14 @@ static int parse(char *buf, size_t size) {
 	}
 
 	if (AT('U')) {
-		if ((spec.recs[i].n[0] & ~(uint64_t)NS_FLAGS) != 0 || spec.recs[i].n[1] > INT_MAX)
+		if ((spec.recs[i].n[0] & ~(uint64_t)NS_FLAGS) != 0 || spec.recs[i].n[1] > INT_MAX ||
+		    spec.recs[i].n[2] > UINT32_MAX - 1 || spec.recs[i].n[3] > UINT32_MAX - 1)
 			return bad("line %d: number out of range", LINE);
 		spec.ns = 1;
 		spec.ns_flags = spec.recs[i].n[0];
 		spec.lifeline = (int)spec.recs[i].n[1];
+		spec.ns_uid = spec.recs[i].n[2];
+		spec.ns_gid = spec.recs[i].n[3];
 		i++;
 		spec.ns_first = i;
 		int nops = 0;
@@ -904,6 +908,8 @@ static int child_main(void *arg) {
 }
 
 #undef E
+
+static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
 
 /* ---- namespaces: the sandbox's root (see namespaces.go) ---- */
 
@@ -1368,6 +1374,129 @@ static int setup_ns(void) {
 	return 0;
 }
 
+/* write_file writes a short text to a file of a process's /proc. */
+static int write_proc(pid_t pid, const char *name, const char *text) {
+	char path[64];
+	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	size_t n = strlen(text);
+	ssize_t w = write(fd, text, n);
+	int e = errno;
+	close(fd);
+	errno = e;
+	return w == (ssize_t)n ? 0 : -1;
+}
+
+#define NS_CLONE_FLAGS (CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWCGROUP)
+
+/* enter_ns makes the namespaces: the supervisor (the "outer" one, in the host's
+ * namespaces) clones an "inner" supervisor into new namespaces, writes its id
+ * maps (which only a process outside its user namespace may do when the
+ * sandbox's root is not the caller's own id), lets it go, and then only relays
+ * the host's signals to it and mirrors its end. enter_ns returns in the inner
+ * supervisor only (0), which is pid 1 of the new pid namespace; the outer one
+ * exits from here. A clone of this small process is cheap, where the host's
+ * runtime would have to copy its whole address space to clone itself into a new
+ * user namespace. */
+static int enter_ns(void) {
+	/* Whether the sandbox's root is the caller's own ids (decided here: inside
+	 * the new user namespace an unmapped id reads as the overflow id). */
+	int own = spec.ns_uid == (uint64_t)geteuid() && spec.ns_gid == (uint64_t)getegid();
+	int sp[2];
+	if (pipe2(sp, O_CLOEXEC) < 0) {
+		int e = errno;
+		return failf(e, "%s", errstr_into(e, perr, sizeof perr)), -1;
+	}
+	pid_t inner = (pid_t)syscall(SYS_clone, NS_CLONE_FLAGS | SIGCHLD, NULL, NULL, NULL, 0);
+	if (inner < 0) {
+		int e = errno;
+		close(sp[0]);
+		close(sp[1]);
+		return failf(0, "cannot make the namespaces: clone: %s", errstr_into(e, perr, sizeof perr)), -1;
+	}
+	if (inner == 0) {
+		/* The inner supervisor: it dies with the outer one, and waits until its
+		 * id maps are written (an end of the pipe without the byte: the outer one
+		 * is gone). */
+		close(sp[1]);
+		prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+		char go;
+		ssize_t n;
+		while ((n = read(sp[0], &go, 1)) < 0 && errno == EINTR) {
+		}
+		close(sp[0]);
+		if (n != 1)
+			_exit(EXIT_FAIL);
+		if (!own) {
+			/* Mapped to other ids by a root host: become the sandbox's root (the
+			 * exec of the program would otherwise find an unmapped user), without
+			 * the host's supplementary groups. */
+			if (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0) {
+				int e = errno;
+				return failf(0, "cannot become the sandbox's root: %s", errstr_into(e, perr, sizeof perr)), -1;
+			}
+		}
+		return 0;
+	}
+	close(sp[0]);
+	char map[64];
+	const char *step = "setgroups";
+	int r = own ? write_proc(inner, "setgroups", "deny") : 0;
+	if (r == 0) {
+		step = "uid_map";
+		snprintf(map, sizeof map, "0 %llu 1\n", (unsigned long long)spec.ns_uid);
+		r = write_proc(inner, "uid_map", map);
+	}
+	if (r == 0) {
+		step = "gid_map";
+		snprintf(map, sizeof map, "0 %llu 1\n", (unsigned long long)spec.ns_gid);
+		r = write_proc(inner, "gid_map", map);
+	}
+	if (r < 0) {
+		int e = errno;
+		kill(inner, SIGKILL);
+		while (waitpid(inner, NULL, 0) < 0 && errno == EINTR) {
+		}
+		return failf(0, "cannot map the sandbox's root to uid %llu, gid %llu: %s: %s", (unsigned long long)spec.ns_uid,
+		             (unsigned long long)spec.ns_gid, step, errstr_into(e, perr, sizeof perr)), -1;
+	}
+	write_all(sp[1], "G", 1);
+	close(sp[1]);
+	/* The inner supervisor reports everything on the status pipe; close our
+	 * copies of what it uses. */
+	close(spec.lifeline);
+
+	sigset_t waitset;
+	sigemptyset(&waitset);
+	sigaddset(&waitset, SIGCHLD);
+	sigaddset(&waitset, pysb_sig_host_died);
+	sigaddset(&waitset, pysb_sig_terminate);
+	for (size_t k = 0; k < sizeof forwarded / sizeof forwarded[0]; k++)
+		sigaddset(&waitset, forwarded[k]);
+	for (;;) {
+		int st;
+		pid_t p = waitpid(inner, &st, WNOHANG);
+		if (p == inner && (WIFEXITED(st) || WIFSIGNALED(st))) {
+			if (WIFEXITED(st))
+				_exit(WEXITSTATUS(st));
+			_exit(128 + WTERMSIG(st));
+		}
+		siginfo_t si;
+		int s = sigwaitinfo(&waitset, &si);
+		if (s < 0 || s == SIGCHLD)
+			continue;
+		if (s == pysb_sig_host_died) {
+			if (getppid() == spec.host_pid)
+				continue; /* a host thread ended, not the host */
+			kill(inner, SIGKILL); /* pid 1: the whole sandbox */
+		} else {
+			kill(inner, s); /* it kills the tree (terminate) or forwards */
+		}
+	}
+}
+
 /* host_gone reports whether the host closed the lifeline (it died). */
 static int host_gone(void) {
 	struct pollfd p = {.fd = spec.lifeline, .events = POLLIN};
@@ -1507,8 +1636,6 @@ static void kill_tree(void) {
 	}
 }
 
-static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH, SIGCONT, SIGALRM};
-
 static int parse_fd(const char *s) {
 	if (s == NULL || *s == '\0')
 		return -1;
@@ -1590,11 +1717,11 @@ static int supervisor_main(int argc, char **argv) {
 	/* Nothing but 0, 1, 2 and the extra files may reach the program. */
 	syscall(SYS_close_range, 3 + spec.extra, ~0u, CLOSE_RANGE_CLOEXEC);
 
-	/* The host may have died before the parent-death signal was armed. In a pid
-	 * namespace the parent's pid is not visible (getppid is 0): the lifeline
-	 * tells. */
-	if (spec.ns ? host_gone() : getppid() != spec.host_pid)
+	/* The host may have died before the parent-death signal was armed. */
+	if (getppid() != spec.host_pid)
 		return fail(0, "the host process is gone");
+	if (spec.ns && enter_ns() < 0)
+		return EXIT_FAIL;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0) {
 		int e = errno;
 		return failf(e, "cannot become a child subreaper: %s", errstr_into(e, perr, sizeof perr));
@@ -1604,7 +1731,15 @@ static int supervisor_main(int argc, char **argv) {
 		if (setup_ns() < 0)
 			return EXIT_FAIL;
 		if (spec.ns_flags & NS_WAIT) {
-			write_all(spec.status_fd, "N\n", 2);
+			/* The host finds the namespaces at /proc/<pid>/ns of this process. */
+			char self[32];
+			ssize_t sn = readlinkat(spec.hostproc, "self", self, sizeof self - 1);
+			if (sn <= 0)
+				return failf(0, "cannot tell the supervisor's pid in the host: %s", errstr_into(errno, perr, sizeof perr));
+			self[sn] = '\0';
+			char line[48];
+			int ln = snprintf(line, sizeof line, "N %s\n", self);
+			write_all(spec.status_fd, line, (size_t)ln);
 			char go;
 			ssize_t n;
 			while ((n = read(spec.lifeline, &go, 1)) < 0 && errno == EINTR) {

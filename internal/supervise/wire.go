@@ -22,8 +22,9 @@ import (
 //	A <arg>                                 its argv, one record each (Args[0] included)
 //	V <NAME=value>                          its environment, one record each
 //	R <resource> <value> <hard>             a resource limit (hard 0: the value)
-//	U <flags> <lifeline fd>                 namespaces (flags: 1 wait for the go-ahead,
-//	                                        2 loopback up), followed by the root:
+//	U <flags> <lifeline fd> <uid> <gid>     namespaces (flags: 1 wait for the go-ahead,
+//	                                        2 loopback up; the host ids of the sandbox's
+//	                                        root), followed by the root:
 //	  M <op> <mode> <flags> <size>            an operation (RootOp), then
 //	  T <path>                                its path in the new root,
 //	  F <path>                                its source (bind, symlink only),
@@ -84,6 +85,7 @@ type wireSpec struct {
 type wireNS struct {
 	flags    uint64
 	lifeline int
+	uid, gid int
 	root     []RootOp
 }
 
@@ -131,7 +133,10 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 		if ns.Loopback {
 			flags |= nsLoopback
 		}
-		w.rec('U').num(flags).num(uint64(spec.StatusFD + 2))
+		if ns.UID < 0 || ns.GID < 0 || ns.UID > math.MaxUint32-1 || ns.GID > math.MaxUint32-1 {
+			return nil, fmt.Errorf("supervise: bad ids %d, %d for the sandbox's root", ns.UID, ns.GID)
+		}
+		w.rec('U').num(flags).num(uint64(spec.StatusFD + 2)).num(uint64(ns.UID)).num(uint64(ns.GID))
 		for _, op := range ns.Root {
 			if err := checkRootOp(op); err != nil {
 				return nil, fmt.Errorf("supervise: %w", err)
@@ -283,10 +288,8 @@ func wireSchema(t byte) (string, bool) {
 		return "s", true
 	case 'R', 'N':
 		return "nnn", true
-	case 'L', 'M':
+	case 'L', 'M', 'U':
 		return "nnnn", true
-	case 'U':
-		return "nn", true
 	case 'D':
 		return "x", true
 	case 'G':
@@ -446,10 +449,10 @@ func decodeWire(b []byte) (*wireSpec, error) {
 		spec.rlimits = append(spec.rlimits, Rlimit{Resource: int(recs[i].n[0]), Value: recs[i].n[1], Hard: recs[i].n[2]})
 	}
 	if at('U') {
-		if recs[i].n[0]&^nsFlags != 0 || recs[i].n[1] > math.MaxInt32 {
+		if recs[i].n[0]&^nsFlags != 0 || recs[i].n[1] > math.MaxInt32 || recs[i].n[2] > math.MaxUint32-1 || recs[i].n[3] > math.MaxUint32-1 {
 			return nil, fmt.Errorf("line %d: number out of range", i+1)
 		}
-		ns := &wireNS{flags: recs[i].n[0], lifeline: int(recs[i].n[1])}
+		ns := &wireNS{flags: recs[i].n[0], lifeline: int(recs[i].n[1]), uid: int(recs[i].n[2]), gid: int(recs[i].n[3])}
 		for i++; at('M'); {
 			if len(ns.root) == maxRootOps {
 				return nil, fmt.Errorf("line %d: more than %d root operations", i+1, maxRootOps)
