@@ -1,0 +1,93 @@
+package bwrap
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+)
+
+// TestCapabilitiesTable: what the provider claims, with and without seccomp,
+// env(1) and the network filter; never what it cannot enforce.
+func TestCapabilitiesTable(t *testing.T) {
+	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
+		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
+		pysandboxes.CapNoPrivileges
+	const sc = pysandboxes.CapSeccomp
+	for _, tc := range []struct {
+		ok, sc, env, net, listen bool
+		want                     pysandboxes.Capability
+	}{
+		{false, true, true, true, true, 0},
+		{true, false, false, false, true, base},
+		{true, true, false, false, false, base | sc},
+		{true, true, false, false, true, base | sc | pysandboxes.CapTCPPorts},
+		{true, true, true, false, true, base | sc | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
+		{true, true, true, true, true, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
+	} {
+		got := capabilities(tc.ok, tc.sc, tc.env, tc.net, tc.listen)
+		if got != tc.want {
+			t.Errorf("%+v: got %s, want %s", tc, got, tc.want)
+		}
+		if !tc.net && (got.Has(pysandboxes.CapNetHosts) || got.Has(pysandboxes.CapUDP)) {
+			t.Errorf("%+v: claims network filtering without the filter: %s", tc, got)
+		}
+	}
+}
+
+// TestRegisteredCapabilities: the registered provider claims what this host gives.
+func TestRegisteredCapabilities(t *testing.T) {
+	p := &Provider{}
+	if err := p.Probe(context.Background()); err != nil {
+		t.Skip(err)
+	}
+	h := p.host()
+	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= listenABI); got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+}
+
+// TestProbeMissingBinary: a missing bwrap is a probe error saying how to get it,
+// and no capability is claimed.
+func TestProbeMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	p := &Provider{}
+	err := p.Probe(context.Background())
+	if err == nil || p.Capabilities() != 0 {
+		t.Fatalf("got %v, caps %s", err, p.Capabilities())
+	}
+	if want := "install the bubblewrap package"; !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %q, want it to say %q", err, want)
+	}
+}
+
+// TestUnprivileged: bwrap makes the sandbox's namespaces without privilege (run
+// as nobody): what CapUnprivileged claims.
+func TestUnprivileged(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to nobody")
+	}
+	p := &Provider{}
+	if err := p.Probe(context.Background()); err != nil {
+		t.Skip(err)
+	}
+	h := p.host()
+	cmd := exec.Command(h.bwrap, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
+		"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+		"--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--", "/bin/sh", "-c", "id -u; cat /proc/self/uid_map")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got := string(out); !strings.Contains(got, "65534\n") {
+		t.Fatalf("got %q", got)
+	}
+}

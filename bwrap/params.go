@@ -1,0 +1,238 @@
+package bwrap
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// option is what the provider knows of one bwrap option.
+type option struct {
+	// arity is the number of arguments it takes (0: a flag).
+	arity int
+	// refused, when set, says why a policy may not pass the option.
+	refused string
+	// prefix options (--perms, --size) modify the next option, which must be one of
+	// these.
+	prefixOf []string
+	// check validates the arguments.
+	check func(args []string) error
+}
+
+const (
+	whyFiles   = "it shows host paths: use expose-ro= or expose-rw="
+	whyEnv     = "the environment is exactly the policy's env= rules"
+	whyNet     = "the network is the policy's net= rules"
+	whyFD      = "it takes a descriptor, which a rule file cannot give"
+	whyCaps    = "the sandboxed program holds no capability"
+	whyHostMod = "it changes the mode of a host file through a bind mount"
+	whyOwn     = "the provider sets it itself"
+)
+
+// options are bwrap's options (0.8 and later), with what a policy may do with
+// them. An option missing here is refused as unknown; an option listed but
+// missing from the installed bwrap's --help is refused as unknown to that bwrap.
+var options = map[string]option{
+	// Safe: they add private content or restrict further.
+	"hostname":               {arity: 1},
+	"tmpfs":                  {arity: 1, check: sandboxPath},
+	"dir":                    {arity: 1, check: sandboxPath},
+	"symlink":                {arity: 2, check: func(a []string) error { return sandboxPath(a[1:]) }},
+	"remount-ro":             {arity: 1, check: sandboxPath},
+	"mqueue":                 {arity: 1, check: sandboxPath},
+	"chdir":                  {arity: 1, check: absPath},
+	"new-session":            {},
+	"as-pid-1":               {},
+	"disable-userns":         {},
+	"assert-userns-disabled": {},
+	"uid":                    {arity: 1, check: number},
+	"gid":                    {arity: 1, check: number},
+	"perms":                  {arity: 1, check: octal, prefixOf: []string{"tmpfs", "dir"}},
+	"size":                   {arity: 1, check: number, prefixOf: []string{"tmpfs"}},
+	"cap-drop":               {arity: 1},
+	// Already set by the provider: harmless when repeated.
+	"die-with-parent":    {},
+	"unshare-all":        {},
+	"unshare-user":       {},
+	"unshare-user-try":   {},
+	"unshare-ipc":        {},
+	"unshare-pid":        {},
+	"unshare-net":        {},
+	"unshare-uts":        {},
+	"unshare-cgroup":     {},
+	"unshare-cgroup-try": {},
+	// Refused.
+	"bind":            {arity: 2, refused: whyFiles},
+	"bind-try":        {arity: 2, refused: whyFiles},
+	"dev-bind":        {arity: 2, refused: whyFiles},
+	"dev-bind-try":    {arity: 2, refused: whyFiles},
+	"ro-bind":         {arity: 2, refused: whyFiles},
+	"ro-bind-try":     {arity: 2, refused: whyFiles},
+	"bind-fd":         {arity: 2, refused: whyFD},
+	"ro-bind-fd":      {arity: 2, refused: whyFD},
+	"overlay-src":     {arity: 1, refused: whyFiles},
+	"overlay":         {arity: 3, refused: whyFiles},
+	"tmp-overlay":     {arity: 1, refused: whyFiles},
+	"ro-overlay":      {arity: 1, refused: whyFiles},
+	"proc":            {arity: 1, refused: whyOwn},
+	"dev":             {arity: 1, refused: whyOwn},
+	"clearenv":        {refused: whyEnv},
+	"setenv":          {arity: 2, refused: whyEnv},
+	"unsetenv":        {arity: 1, refused: whyEnv},
+	"share-net":       {refused: whyNet},
+	"cap-add":         {arity: 1, refused: whyCaps},
+	"chmod":           {arity: 2, refused: whyHostMod},
+	"args":            {arity: 1, refused: whyFD},
+	"seccomp":         {arity: 1, refused: whyFD},
+	"add-seccomp-fd":  {arity: 1, refused: whyFD},
+	"info-fd":         {arity: 1, refused: whyFD},
+	"json-status-fd":  {arity: 1, refused: whyFD},
+	"block-fd":        {arity: 1, refused: whyFD},
+	"userns-block-fd": {arity: 1, refused: whyFD},
+	"sync-fd":         {arity: 1, refused: whyFD},
+	"userns":          {arity: 1, refused: whyFD},
+	"userns2":         {arity: 1, refused: whyFD},
+	"pidns":           {arity: 1, refused: whyFD},
+	"file":            {arity: 2, refused: whyFD},
+	"bind-data":       {arity: 2, refused: whyFD},
+	"ro-bind-data":    {arity: 2, refused: whyFD},
+	"lock-file":       {arity: 1, refused: "it takes a lock on a host path"},
+	"exec-label":      {arity: 1, refused: whyOwn},
+	"file-label":      {arity: 1, refused: whyOwn},
+	"argv0":           {arity: 1, refused: whyOwn},
+	"level-prefix":    {refused: whyOwn},
+	"help":            {refused: "not an option for a sandbox"},
+	"version":         {refused: "not an option for a sandbox"},
+}
+
+func sandboxPath(a []string) error {
+	p := a[0]
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return fmt.Errorf("%q is not a clean absolute path", p)
+	}
+	if p == "/" {
+		return fmt.Errorf("%q is the sandbox's root", p)
+	}
+	for _, own := range []string{"/proc", "/dev"} {
+		if hostview.Within(p, own) {
+			return fmt.Errorf("%s belongs to the sandbox's own %s", p, own)
+		}
+	}
+	return nil
+}
+
+func absPath(a []string) error {
+	if !filepath.IsAbs(a[0]) {
+		return fmt.Errorf("%q is not an absolute path", a[0])
+	}
+	return nil
+}
+
+func number(a []string) error {
+	if _, err := strconv.ParseUint(a[0], 10, 32); err != nil {
+		return fmt.Errorf("%q is not a number", a[0])
+	}
+	return nil
+}
+
+func octal(a []string) error {
+	if _, err := strconv.ParseUint(a[0], 8, 12); err != nil {
+		return fmt.Errorf("%q is not an octal mode", a[0])
+	}
+	return nil
+}
+
+// paramArgs validates the bwrap.<opt>= lines and returns them as bwrap
+// arguments, in order. known lists the options of the installed bwrap (nil: do
+// not check). Every problem is an error naming the line.
+func paramArgs(params []policy.Param, known map[string]bool) ([]string, []string, []error) {
+	var args []string
+	var names []string // the option of each parameter, for the prefix check
+	var errs []error
+	bad := func(prm policy.Param, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", hostview.RuleRef(prm.Rule), fmt.Sprintf(format, a...)))
+	}
+	for i, prm := range params {
+		name := prm.Name
+		opt, ok := options[name]
+		switch {
+		case !ok:
+			bad(prm, "unknown bwrap option --%s", name)
+			continue
+		case opt.refused != "":
+			bad(prm, "bwrap option --%s is refused: %s", name, opt.refused)
+			continue
+		case known != nil && !known[name]:
+			bad(prm, "the installed bwrap has no option --%s", name)
+			continue
+		}
+		value := strings.TrimSpace(prm.Value)
+		var vals []string
+		switch opt.arity {
+		case 0:
+			if value != "" && !isTrue(value) {
+				bad(prm, "bwrap option --%s takes no value (write bwrap.%s= or bwrap.%s=true)", name, name, name)
+				continue
+			}
+		case 1:
+			if value == "" {
+				bad(prm, "bwrap option --%s needs a value", name)
+				continue
+			}
+			vals = []string{value}
+		default:
+			vals = strings.Fields(value)
+			if len(vals) != opt.arity {
+				bad(prm, "bwrap option --%s takes %d values separated by spaces, got %d", name, opt.arity, len(vals))
+				continue
+			}
+		}
+		for _, v := range vals {
+			if strings.ContainsRune(v, 0) {
+				bad(prm, "bwrap option --%s: the value holds a NUL byte", name)
+				continue
+			}
+		}
+		if opt.check != nil {
+			if err := opt.check(vals); err != nil {
+				bad(prm, "bwrap option --%s: %v", name, err)
+				continue
+			}
+		}
+		if len(opt.prefixOf) > 0 {
+			next := ""
+			if i+1 < len(params) {
+				next = params[i+1].Name
+			}
+			if !contains(opt.prefixOf, next) {
+				bad(prm, "bwrap option --%s applies to the next option, which must be one of --%s (got %q)", name, strings.Join(opt.prefixOf, ", --"), next)
+				continue
+			}
+		}
+		args = append(args, "--"+name)
+		args = append(args, vals...)
+		names = append(names, name)
+	}
+	return args, names, errs
+}
+
+func isTrue(v string) bool {
+	switch strings.ToLower(v) {
+	case "true", "yes", "1", "on":
+		return true
+	}
+	return false
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

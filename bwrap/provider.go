@@ -1,0 +1,248 @@
+package bwrap
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
+	"github.com/pysandboxes/pysandboxes/internal/supervise"
+)
+
+func init() {
+	pysandboxes.Register(&Provider{})
+}
+
+// Name is the os-sandbox= value of the provider.
+const Name = "bwrap"
+
+// probeTimeout bounds each run of bwrap made by the probe.
+const probeTimeout = 10 * time.Second
+
+// Provider is the bwrap provider. Importing the package registers one; its zero
+// value is ready to use (with pysandboxes.UseProvider, for example).
+type Provider struct {
+	// Binary, when set, is the bwrap binary to use (default: bwrap on PATH).
+	Binary string
+
+	once  sync.Once
+	state hostState
+	// interps caches the Python interpreters' directories for every sandbox.
+	interps needs.Interpreters
+}
+
+// hostState is what the provider found on this host.
+type hostState struct {
+	bwrap      string          // absolute path of the binary
+	version    string          // "0.8.0"
+	known      map[string]bool // the options its --help lists
+	env        string          // the env(1) used to start the program ("" when missing)
+	err        error           // why bwrap cannot run here
+	seccompErr error           // nil when seccomp filters can be built
+	netErr     error           // nil when net= rules can be filtered
+	landlock   int             // the kernel's Landlock ABI (0: none)
+}
+
+var versionRE = regexp.MustCompile(`bubblewrap ([0-9][0-9.]*)`)
+var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`)
+
+func (p *Provider) host() hostState {
+	p.once.Do(func() { p.state = probeHost(p.Binary) })
+	return p.state
+}
+
+// probeHost finds bwrap, reads its version and options, and runs it once to check
+// that it can create its namespaces here.
+func probeHost(binary string) hostState {
+	var h hostState
+	h.seccompErr = seccomp.Available()
+	h.landlock, _ = supervise.LandlockABI()
+	if binary == "" {
+		path, err := exec.LookPath("bwrap")
+		if err != nil {
+			h.err = errors.New("bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
+			return h
+		}
+		binary = path
+	}
+	h.bwrap = binary
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	h.netErr = netfilterAvailable(ctx)
+	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
+	if err != nil {
+		h.err = fmt.Errorf("%s --version failed: %v: %s", binary, err, strings.TrimSpace(string(out)))
+		return h
+	}
+	m := versionRE.FindSubmatch(out)
+	if m == nil {
+		h.err = fmt.Errorf("%s --version does not name a bubblewrap version: %q", binary, strings.TrimSpace(string(out)))
+		return h
+	}
+	h.version = string(m[1])
+	if !versionAtLeast(h.version, 0, 8) {
+		h.err = fmt.Errorf("bubblewrap %s is too old: 0.8.0 or later is needed (--disable-userns, --args)", h.version)
+		return h
+	}
+	help, _ := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
+	h.known = map[string]bool{}
+	for _, m := range optionRE.FindAllSubmatch(help, -1) {
+		h.known[string(m[1])] = true
+	}
+	for _, need := range []string{"args", "seccomp", "info-fd", "die-with-parent", "disable-userns", "cap-drop", "clearenv", "setenv", "unshare-user"} {
+		if !h.known[need] {
+			h.err = fmt.Errorf("%s (bubblewrap %s) lacks --%s", binary, h.version, need)
+			return h
+		}
+	}
+	for _, env := range []string{"/usr/bin/env", "/bin/env"} {
+		if st, err := os.Stat(env); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			h.env = env
+			break
+		}
+	}
+	// One real run: the namespaces this provider always asks for.
+	cmd := exec.CommandContext(ctx, binary, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
+		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
+		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", binary, "--version")
+	cmd.Env = []string{}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		h.err = fmt.Errorf("bwrap cannot create its namespaces here (%v: %s): user namespaces must be usable without privilege "+
+			"(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists, "+
+			"kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); in a container, run it with a seccomp profile "+
+			"that allows clone(CLONE_NEWUSER) and mount (Docker: --security-opt seccomp=unconfined, or --privileged)",
+			err, strings.TrimSpace(string(out)))
+	}
+	return h
+}
+
+// versionAtLeast compares a dotted version with major.minor.
+func versionAtLeast(v string, major, minor int) bool {
+	var a, b int
+	fmt.Sscanf(v, "%d.%d", &a, &b)
+	return a > major || (a == major && b >= minor)
+}
+
+// Name returns "bwrap".
+func (p *Provider) Name() string { return Name }
+
+// Probe reports whether bwrap works here: the binary, its version, and one real
+// run that creates the sandbox's namespaces (the result is kept for the life of
+// the Provider).
+func (p *Provider) Probe(context.Context) error { return p.host().err }
+
+// Capabilities is what the provider enforces on this host (see the package
+// documentation for the table).
+func (p *Provider) Capabilities() pysandboxes.Capability {
+	h := p.host()
+	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= listenABI)
+}
+
+// capabilities is what the provider enforces when bwrap works (ok), with or
+// without seccomp filters, env(1) (which removes the PWD bwrap adds), the
+// network filter and Landlock's TCP bind rules (listenOK).
+func capabilities(ok, seccompOK, envOK, netOK, listenOK bool) pysandboxes.Capability {
+	if !ok {
+		return 0
+	}
+	// The network namespace has loopback only (or the filter's rules): TCP and UDP
+	// reach nothing outside; without any capability no raw or packet socket can be
+	// made.
+	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
+		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
+		pysandboxes.CapNoPrivileges
+	if envOK {
+		c |= pysandboxes.CapEnv
+	}
+	if seccompOK {
+		c |= pysandboxes.CapSeccomp
+	}
+	// Listening needs refusing too: Landlock's TCP bind rules, and seccomp to
+	// refuse the MPTCP sockets that go around them.
+	if seccompOK && listenOK {
+		c |= pysandboxes.CapTCPPorts
+	}
+	if netOK {
+		c |= netCapabilities
+	}
+	return c
+}
+
+// Compile translates the policy once per sandbox (see the package documentation).
+// It fails, naming the rule, when the policy needs something this provider cannot
+// enforce and that the caller did not accept.
+func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+	h := p.host()
+	if h.err != nil {
+		return nil, h.err
+	}
+	return compile(ctx, pol, accepted, h, &p.interps)
+}
+
+// Prepare makes the launch: bwrap, started by the supervisor (resource limits,
+// tree kill), with the arguments built from the policy and what this program
+// needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+	h := p.host()
+	if h.err != nil {
+		return nil, h.err
+	}
+	c, _ := req.Compiled.(*compiled)
+	if c == nil {
+		var err error
+		if c, err = compile(ctx, req.Policy, 0, h, &p.interps); err != nil {
+			return nil, err
+		}
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c.warnOnce.Do(func() {
+		for _, w := range c.warnings {
+			logger.Warn("os-sandbox bwrap: "+w, "provider", Name)
+		}
+	})
+	return c.prepare(ctx, req, h, logger)
+}
+
+// Details describes what the provider does on this host, one line each, for
+// `pysandboxes probe`.
+func (p *Provider) Details() []string {
+	h := p.host()
+	if h.err != nil {
+		return []string{h.err.Error()}
+	}
+	out := []string{
+		fmt.Sprintf("bubblewrap %s at %s, started by the supervisor (resource limits, whole-tree kill)", h.version, h.bwrap),
+		"namespaces: user (no capability: --cap-drop ALL, nested user namespaces disabled), mount, pid, ipc, uts, cgroup, network",
+		"file system: a fresh root with only the exposed directories, what the program needs (read-only), /proc of the sandbox, a minimal /dev; never the host's /run, no /tmp unless exposed",
+		"ignore=: the ignored files are replaced by an unreadable device node, directories by an empty unreadable tmpfs",
+	}
+	if h.seccompErr != nil {
+		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+"): seccomp is not claimed")
+	} else {
+		out = append(out, "seccomp: the filter of internal/seccomp through --seccomp (UDP refused unless a net= rule allows it; raw and packet sockets, mount, namespaces, bpf, keyctl, io_uring... refused)")
+	}
+	if h.env == "" {
+		out = append(out, "env(1) not found: bwrap adds PWD to the environment, so env is not claimed")
+	} else {
+		out = append(out, "environment: exactly the policy's (--clearenv, --setenv, passed through a descriptor; "+h.env+" removes the PWD bwrap adds)")
+	}
+	if h.netErr != nil {
+		out = append(out, "network: loopback only ("+h.netErr.Error()+"); a policy whose net= rules allow traffic is refused")
+	} else {
+		out = append(out, "network: loopback only without net= rules; with rules, the network filter (internal/netfilter) on the sandbox's namespace")
+	}
+	return out
+}

@@ -1,0 +1,91 @@
+package firejail
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+)
+
+// TestCapabilitiesTable: what the provider claims, with and without env(1) and
+// the network filter; never unprivileged (firejail is setuid root), never
+// network filtering without the filter.
+func TestCapabilitiesTable(t *testing.T) {
+	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
+		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
+	for _, tc := range []struct {
+		ok, env, net, listen bool
+		want                 pysandboxes.Capability
+	}{
+		{false, true, true, true, 0},
+		{true, false, false, false, base},
+		{true, true, false, false, base | pysandboxes.CapEnv},
+		{true, true, false, true, base | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
+		{true, true, true, true, base | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
+	} {
+		got := capabilities(tc.ok, tc.env, tc.net, tc.listen)
+		if got != tc.want {
+			t.Errorf("%+v: got %s, want %s", tc, got, tc.want)
+		}
+		if got.Has(pysandboxes.CapUnprivileged) {
+			t.Errorf("%+v: claims unprivileged", tc)
+		}
+		if !tc.net && (got.Has(pysandboxes.CapNetHosts) || got.Has(pysandboxes.CapUDP)) {
+			t.Errorf("%+v: claims network filtering without the filter: %s", tc, got)
+		}
+	}
+}
+
+// TestProbeMissingBinary: a missing firejail is a probe error saying how to get
+// it, and no capability is claimed.
+func TestProbeMissingBinary(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	p := &Provider{}
+	err := p.Probe(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "install the firejail package") || p.Capabilities() != 0 {
+		t.Fatalf("got %v, caps %s", err, p.Capabilities())
+	}
+}
+
+// TestNonRootRefusedByFirejail: as a user that /etc/firejail/firejail.users
+// does not list, firejail refuses to run (what the probe explains, and why the
+// provider never claims unprivileged).
+func TestNonRootRefusedByFirejail(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to switch to nobody")
+	}
+	p := &Provider{}
+	if err := p.Probe(context.Background()); err != nil {
+		t.Skip(err)
+	}
+	if b, err := os.ReadFile("/etc/firejail/firejail.users"); err == nil && strings.Contains(string(b), "nobody") {
+		t.Skip("nobody is allowed to use firejail here")
+	}
+	cmd := exec.Command(p.host().firejail, "--quiet", "--noprofile", "--net=none", "/bin/true")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	cmd.Env = []string{}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("firejail ran as nobody: %s", out)
+	}
+	if !strings.Contains(string(out), "not allowed") {
+		t.Logf("firejail as nobody: %v: %s", err, out)
+	}
+}
+
+// TestProfileLines: options become profile lines; those the profile syntax cannot
+// hold stay on the command line.
+func TestProfileLines(t *testing.T) {
+	profile, cmdline := profileLines([]string{"--nonewprivs", "--whitelist=/a b", "--blacklist=/x#y", "--read-only=/t "})
+	if strings.Join(profile, "|") != "nonewprivs|whitelist /a b" {
+		t.Errorf("profile %q", profile)
+	}
+	if strings.Join(cmdline, "|") != "--blacklist=/x#y|--read-only=/t " {
+		t.Errorf("command line %q", cmdline)
+	}
+}

@@ -1,0 +1,79 @@
+package firejail_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/pysandboxes/pysandboxes"
+)
+
+// TestEnvironmentExact: the program sees exactly the policy's variables (values
+// with spaces, '=', newlines and non-ASCII kept), not the host's (a secret set in
+// the host's environment never reaches it), and none that firejail or the provider
+// would add (PWD, container...).
+func TestEnvironmentExact(t *testing.T) {
+	t.Setenv("HOST_SECRET", "s3cr3t-do-not-leak")
+	sb := sandbox(t, []string{"env=A=1", "env=SPACES=a b  c", "env=EQ=x=y=z", "env=NL=line1\\nline2", "env=UTF=été"})
+	out := py(t, sb, "import os, json; print(json.dumps(dict(os.environ)))")
+	var got map[string]string
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	want := map[string]string{}
+	for _, kv := range build(t, "env=A=1", "env=SPACES=a b  c", "env=EQ=x=y=z", "env=NL=line1\\nline2", "env=UTF=été").Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		want[k] = v
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("environment (-want +got):\n%s", diff)
+	}
+	if strings.Contains(out, "s3cr3t") {
+		t.Error("the host's secret leaked")
+	}
+}
+
+// TestEnvironmentOverridesFirejail: the variables firejail sets itself (SHELL,
+// container) keep the policy's values, and the loader's variables reach the
+// program without acting on firejail (a root process).
+func TestEnvironmentOverridesFirejail(t *testing.T) {
+	sb := sandbox(t, []string{"env=SHELL=/bin/policy-shell", "env=container=policy", "env=LD_BIND_NOW=1"})
+	out := py(t, sb, "import os; print(sorted(os.environ.items()))")
+	expectLine(t, out, "[('LD_BIND_NOW', '1'), ('SHELL', '/bin/policy-shell'), ('container', 'policy')]")
+}
+
+// TestEnvironmentNotOnCommandLine: the values of the environment never appear on
+// a host process's command line (firejail receives them in its environment).
+func TestEnvironmentNotOnCommandLine(t *testing.T) {
+	sb := sandbox(t, []string{"env=TOKEN=tok-0123456789-secret"})
+	cmd := sb.Command(context.Background(), "/bin/sh", "-c", "read x")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { stdin.Close(); cmd.Wait() }()
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(b), "tok-0123456789-secret") {
+			t.Fatalf("process %s shows the value on its command line: %q", e.Name(), b)
+		}
+	}
+}
+
+// TestEnvironmentFromRequest: Sandbox.Python's own variables (the Python layer's)
+// reach the program too: the request's environment is what counts.
+func TestEnvironmentFromRequest(t *testing.T) {
+	sb := sandbox(t, []string{"env=A=1"}, pysandboxes.WithPython("/usr/bin/python3"))
+	out, err := sb.Python(context.Background(), "-c", "import os; print(os.environ.get('A'))").CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	expectLine(t, string(out), "1")
+}

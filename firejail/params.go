@@ -1,0 +1,301 @@
+package firejail
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/policy"
+	"golang.org/x/sys/unix"
+)
+
+// param is what the provider knows of one firejail.<key>= parameter.
+type param struct {
+	// flag: the option takes no value ("firejail.key=" or "=true").
+	flag bool
+	// refused, when set, says why a policy may not pass it.
+	refused string
+	// check validates the value and returns it as firejail takes it.
+	check func(v string) (string, error)
+	// rlimit is the resource of a --rlimit-* option.
+	rlimit int
+}
+
+const (
+	whyFiles = "it changes what the sandbox shows of the host: use expose-ro=, expose-rw= or ignore="
+	whyNet   = "the network is the policy's net= rules"
+	whyEnv   = "the environment is exactly the policy's env= rules"
+	whyCaps  = "the sandboxed program holds no capability"
+	whyOwn   = "the provider sets it itself"
+	whyWeak  = "it would weaken the seccomp filter"
+	whyHost  = "it acts on other sandboxes or the host, not on this one"
+)
+
+// params are the firejail.<key>= parameters (firejail's option names): what a
+// policy may add, and what it may not. Anything else is refused as unknown.
+var params = map[string]param{
+	// Allowed: restrict further, or only name the sandbox.
+	"seccomp":                   {check: syscallList},
+	"seccomp.keep":              {check: syscallList},
+	"seccomp.32":                {check: syscallList},
+	"seccomp.block-secondary":   {flag: true},
+	"seccomp-error-action":      {check: errorAction},
+	"memory-deny-write-execute": {flag: true},
+	"rlimit-as":                 {check: size, rlimit: unix.RLIMIT_AS},
+	"rlimit-fsize":              {check: size, rlimit: unix.RLIMIT_FSIZE},
+	"rlimit-cpu":                {check: count, rlimit: unix.RLIMIT_CPU},
+	"rlimit-nofile":             {check: count, rlimit: unix.RLIMIT_NOFILE},
+	"rlimit-nproc":              {check: count, rlimit: unix.RLIMIT_NPROC},
+	"rlimit-sigpending":         {check: count, rlimit: unix.RLIMIT_SIGPENDING},
+	"nice":                      {check: niceness},
+	"hostname":                  {check: hostname},
+	"name":                      {refused: "sandbox names must be unique: concurrent programs would collide"},
+	"nogroups":                  {flag: true},
+	"noexec":                    {check: absolute},
+	"deterministic-exit-code":   {flag: true},
+	"private-tmp":               {flag: true},
+	"ipc-namespace":             {flag: true},
+	// Refused.
+	"seccomp.drop":      {refused: whyWeak + " (it replaces the default list)"},
+	"seccomp.32.drop":   {refused: whyWeak},
+	"seccomp.32.keep":   {refused: whyWeak},
+	"allow-debuggers":   {refused: whyWeak + " (it allows ptrace)"},
+	"net":               {refused: whyNet},
+	"netns":             {refused: whyNet},
+	"netfilter":         {refused: whyNet},
+	"netfilter6":        {refused: whyNet},
+	"interface":         {refused: whyNet},
+	"ip":                {refused: whyNet},
+	"ip6":               {refused: whyNet},
+	"dns":               {refused: whyNet},
+	"hosts-file":        {refused: whyNet},
+	"protocol":          {refused: whyOwn},
+	"defaultgw":         {refused: whyNet},
+	"veth-name":         {refused: whyNet},
+	"bandwidth":         {refused: whyHost},
+	"env":               {refused: whyEnv},
+	"rmenv":             {refused: whyEnv},
+	"caps":              {refused: whyCaps},
+	"caps.keep":         {refused: whyCaps},
+	"caps.drop":         {refused: whyOwn},
+	"noroot":            {refused: "it needs a non-root user (firejail runs as root here)"},
+	"whitelist":         {refused: whyFiles},
+	"nowhitelist":       {refused: whyFiles},
+	"blacklist":         {refused: whyFiles},
+	"noblacklist":       {refused: whyFiles},
+	"read-only":         {refused: whyFiles},
+	"read-write":        {refused: whyFiles},
+	"bind":              {refused: whyFiles},
+	"tmpfs":             {refused: whyFiles},
+	"mkdir":             {refused: whyFiles},
+	"mkfile":            {refused: whyFiles},
+	"private":           {refused: whyFiles},
+	"private-bin":       {refused: whyFiles},
+	"private-etc":       {refused: whyFiles},
+	"private-home":      {refused: whyFiles},
+	"private-opt":       {refused: whyFiles},
+	"private-srv":       {refused: whyFiles},
+	"private-dev":       {refused: whyOwn},
+	"private-cwd":       {refused: whyOwn},
+	"private-cache":     {refused: whyFiles},
+	"writable-etc":      {refused: whyFiles},
+	"writable-var":      {refused: whyFiles},
+	"writable-var-log":  {refused: whyFiles},
+	"writable-run-user": {refused: whyFiles},
+	"keep-var-tmp":      {refused: whyFiles},
+	"keep-dev-shm":      {refused: whyFiles},
+	"keep-config-pulse": {refused: whyFiles},
+	"chroot":            {refused: whyFiles},
+	"overlay":           {refused: whyFiles},
+	"ignore":            {refused: whyOwn},
+	"include":           {refused: whyOwn},
+	"profile":           {refused: whyOwn},
+	"noprofile":         {refused: whyOwn},
+	"keep-fd":           {refused: whyOwn},
+	"quiet":             {refused: whyOwn},
+	"debug":             {refused: whyOwn},
+	"join":              {refused: whyHost},
+	"join-or-start":     {refused: whyHost},
+	"join-network":      {refused: whyHost},
+	"join-filesystem":   {refused: whyHost},
+	"shutdown":          {refused: whyHost},
+	"put":               {refused: whyHost},
+	"get":               {refused: whyHost},
+	"ls":                {refused: whyHost},
+	"cat":               {refused: whyHost},
+	"x11":               {refused: whyFiles},
+	"dbus-user":         {refused: whyFiles},
+	"dbus-system":       {refused: whyFiles},
+	"appimage":          {refused: whyFiles},
+	"apparmor":          {refused: whyOwn},
+	"trace":             {refused: whyFiles},
+	"tracelog":          {refused: whyFiles},
+	"output":            {refused: whyFiles},
+	"output-stderr":     {refused: whyFiles},
+	"timeout":           {refused: "use the context's deadline"},
+	"cpu":               {refused: whyHost},
+	"oom":               {refused: whyHost},
+	"machine-id":        {refused: whyFiles},
+	"allusers":          {refused: whyFiles},
+}
+
+func syscallList(v string) (string, error) {
+	if v == "" {
+		return "", fmt.Errorf("needs a comma-separated list of system calls")
+	}
+	for _, s := range strings.Split(v, ",") {
+		s = strings.TrimSpace(s)
+		if s == "" {
+			return "", fmt.Errorf("an empty system call name in %q", v)
+		}
+		for _, r := range s {
+			if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '@' || r == '-' || r == ':' || r == '!') {
+				return "", fmt.Errorf("%q is not a system call or group name", s)
+			}
+		}
+	}
+	return strings.ReplaceAll(v, " ", ""), nil
+}
+
+// errorAction accepts kill or an errno name (log would let refused calls run).
+func errorAction(v string) (string, error) {
+	if v == "kill" {
+		return v, nil
+	}
+	if len(v) > 1 && v[0] == 'E' && strings.Trim(v[1:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == "" {
+		return v, nil
+	}
+	return "", fmt.Errorf("%q is not kill or an errno name such as EPERM (log would let refused calls run)", v)
+}
+
+// size parses a byte count with an optional k, m or g suffix into bytes.
+func size(v string) (string, error) {
+	n, err := parseSize(v)
+	if err != nil {
+		return "", err
+	}
+	return strconv.FormatUint(n, 10), nil
+}
+
+func parseSize(v string) (uint64, error) {
+	mult := uint64(1)
+	s := strings.ToLower(strings.TrimSpace(v))
+	switch {
+	case strings.HasSuffix(s, "k"):
+		mult, s = 1<<10, s[:len(s)-1]
+	case strings.HasSuffix(s, "m"):
+		mult, s = 1<<20, s[:len(s)-1]
+	case strings.HasSuffix(s, "g"):
+		mult, s = 1<<30, s[:len(s)-1]
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || n == 0 || n > (1<<62)/mult {
+		return 0, fmt.Errorf("%q is not a size (a number of bytes, with k, m or g)", v)
+	}
+	return n * mult, nil
+}
+
+func count(v string) (string, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 63)
+	if err != nil || n == 0 {
+		return "", fmt.Errorf("%q is not a positive number", v)
+	}
+	return strconv.FormatUint(n, 10), nil
+}
+
+func niceness(v string) (string, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 || n > 19 {
+		return "", fmt.Errorf("%q is not a niceness from 0 to 19 (lowering it needs a privilege the program must not have)", v)
+	}
+	return strconv.Itoa(n), nil
+}
+
+func hostname(v string) (string, error) {
+	if v == "" || len(v) > 63 {
+		return "", fmt.Errorf("%q is not a host name", v)
+	}
+	for _, r := range v {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.') {
+			return "", fmt.Errorf("%q is not a host name", v)
+		}
+	}
+	return v, nil
+}
+
+func absolute(v string) (string, error) {
+	if !strings.HasPrefix(v, "/") || strings.ContainsAny(v, ",\n") {
+		return "", fmt.Errorf("%q is not an absolute path", v)
+	}
+	return v, nil
+}
+
+// userParam is one validated firejail.<key>= line.
+type userParam struct {
+	name  string
+	value string // "" for a flag
+	rule  policy.Rule
+	// limit is the rlimit value for --rlimit-* (0 otherwise).
+	limit  uint64
+	rlimit int
+}
+
+// arg renders the parameter as a firejail option.
+func (u userParam) arg() string {
+	if params[u.name].flag {
+		return "--" + u.name
+	}
+	return "--" + u.name + "=" + u.value
+}
+
+// parseParams validates the firejail.<key>= lines. known lists the options of the
+// installed firejail (nil: do not check).
+func parseParams(ps []policy.Param, known map[string]bool) ([]userParam, []error) {
+	var out []userParam
+	var errs []error
+	bad := func(prm policy.Param, format string, a ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", hostview.RuleRef(prm.Rule), fmt.Sprintf(format, a...)))
+	}
+	for _, prm := range ps {
+		name := prm.Name
+		spec, ok := params[name]
+		switch {
+		case !ok:
+			bad(prm, "unknown firejail option --%s", name)
+			continue
+		case spec.refused != "":
+			bad(prm, "firejail option --%s is refused: %s", name, spec.refused)
+			continue
+		case known != nil && !known[name]:
+			bad(prm, "the installed firejail has no option --%s", name)
+			continue
+		}
+		v := strings.TrimSpace(prm.Value)
+		if strings.ContainsAny(v, "\x00\n") {
+			bad(prm, "firejail option --%s: the value holds a NUL byte or a newline", name)
+			continue
+		}
+		u := userParam{name: name, rule: prm.Rule, rlimit: spec.rlimit}
+		if spec.flag {
+			switch strings.ToLower(v) {
+			case "", "true", "yes", "1", "on":
+			default:
+				bad(prm, "firejail option --%s takes no value (write firejail.%s= or firejail.%s=true)", name, name, name)
+				continue
+			}
+		} else {
+			val, err := spec.check(v)
+			if err != nil {
+				bad(prm, "firejail option --%s: %v", name, err)
+				continue
+			}
+			u.value = val
+			if spec.rlimit != 0 {
+				u.limit, _ = strconv.ParseUint(val, 10, 64)
+			}
+		}
+		out = append(out, u)
+	}
+	return out, errs
+}

@@ -1,0 +1,286 @@
+package firejail
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"os/user"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/supervise"
+)
+
+func init() {
+	pysandboxes.Register(&Provider{})
+}
+
+// Name is the os-sandbox= value of the provider.
+const Name = "firejail"
+
+// probeTimeout bounds each run of firejail made by the probe.
+const probeTimeout = 20 * time.Second
+
+// Provider is the firejail provider. Importing the package registers one; its
+// zero value is ready to use (with pysandboxes.UseProvider, for example).
+type Provider struct {
+	// Binary, when set, is the firejail binary to use (default: firejail on PATH).
+	Binary string
+
+	once  sync.Once
+	state hostState
+	// interps caches the Python interpreters' directories for every sandbox.
+	interps needs.Interpreters
+	// envs caches what firejail does to environments, by the names they hold.
+	envs envCache
+}
+
+// hostState is what the provider found on this host.
+type hostState struct {
+	firejail string          // absolute path of the binary
+	version  string          // "0.9.72"
+	known    map[string]bool // the options its --help lists
+	syscalls map[string]bool // the system calls its seccomp filter knows
+	env      string          // the env(1) that starts the program ("" when missing)
+	err      error           // why firejail cannot run here
+	netErr   error           // nil when net= rules can be filtered
+	// listen: Landlock's TCP bind rules can be applied to firejail (the kernel
+	// offers ABI 4 or later, and firejail runs as root, which needs no
+	// no_new_privs to be restricted).
+	listen bool
+}
+
+var versionRE = regexp.MustCompile(`firejail version ([0-9][0-9.]*)`)
+var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9.-]+)`)
+
+// required are the options the provider relies on.
+var required = []string{"quiet", "noprofile", "caps.drop", "nonewprivs", "seccomp", "seccomp.block-secondary",
+	"restrict-namespaces", "protocol", "net", "netns", "hosts-file", "dns", "private-dev", "whitelist", "blacklist",
+	"read-only", "read-write", "keep-fd", "private-cwd"}
+
+func (p *Provider) host() hostState {
+	p.once.Do(func() { p.state = probeHost(p.Binary) })
+	return p.state
+}
+
+// probeHost finds firejail, checks that this user may run it, and runs it once to
+// check that it really isolates a program here.
+func probeHost(binary string) hostState {
+	var h hostState
+	abi, _ := supervise.LandlockABI()
+	h.listen = abi >= listenABI && os.Geteuid() == 0
+	if binary == "" {
+		path, err := exec.LookPath("firejail")
+		if err != nil {
+			h.err = errors.New("firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
+			return h
+		}
+		binary = path
+	}
+	h.firejail = binary
+	st, err := os.Stat(binary)
+	if err != nil {
+		h.err = fmt.Errorf("firejail: %w", err)
+		return h
+	}
+	if os.Geteuid() != 0 {
+		sys, _ := st.Sys().(*syscall.Stat_t)
+		if st.Mode()&os.ModeSetuid == 0 || sys == nil || sys.Uid != 0 {
+			h.err = fmt.Errorf("%s is not setuid root, and this process is not root (uid %d): firejail needs one or the other", binary, os.Geteuid())
+			return h
+		}
+		if err := checkUsersFile(); err != nil {
+			h.err = err
+			return h
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
+	defer cancel()
+	h.netErr = netfilterAvailable(ctx)
+	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
+	m := versionRE.FindSubmatch(out)
+	if err != nil || m == nil {
+		h.err = fmt.Errorf("%s --version does not name a firejail version (%v): %q", binary, err, strings.TrimSpace(string(out)))
+		return h
+	}
+	h.version = string(m[1])
+	help, _ := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
+	h.known = map[string]bool{}
+	for _, m := range optionRE.FindAllSubmatch(help, -1) {
+		h.known[string(m[1])] = true
+	}
+	for _, need := range required {
+		if !h.known[need] {
+			h.err = fmt.Errorf("%s (firejail %s) lacks --%s: firejail 0.9.72 or later is needed", binary, h.version, need)
+			return h
+		}
+	}
+	sc, _ := exec.CommandContext(ctx, binary, "--debug-syscalls").Output()
+	h.syscalls = map[string]bool{}
+	for _, line := range strings.Split(string(sc), "\n") {
+		if f := strings.Fields(line); len(f) == 3 && f[1] == "-" {
+			h.syscalls[f[2]] = true
+		}
+	}
+	for _, env := range []string{"/usr/bin/env", "/bin/env"} {
+		if st, err := os.Stat(env); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
+			h.env = env
+			break
+		}
+	}
+	// One real run: firejail must isolate the program (a pid namespace). In a
+	// container firejail may decide it is already sandboxed and run the program
+	// without any isolation.
+	cmd := exec.CommandContext(ctx, binary, "--quiet", "--noprofile", "--net=none", "--private-dev",
+		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "echo $$")
+	cmd.Env = []string{}
+	out, err = cmd.Output()
+	if err != nil {
+		var stderr string
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = strings.TrimSpace(string(ee.Stderr))
+		}
+		h.err = fmt.Errorf("firejail cannot start a sandbox here (%v: %s): it needs to be root or setuid root, "+
+			"the user listed in /etc/firejail/firejail.users when that file exists, and namespaces it may create "+
+			"(it does not work in an unprivileged container)", err, stderr)
+		return h
+	}
+	pid, perr := strconv.Atoi(strings.TrimSpace(string(out)))
+	if perr != nil || pid > 64 {
+		h.err = fmt.Errorf("firejail did not isolate the program here (its pid is %q, not one of a new pid namespace): "+
+			"inside a container firejail may detect an existing sandbox and run programs without one", strings.TrimSpace(string(out)))
+	}
+	return h
+}
+
+// checkUsersFile explains a user that /etc/firejail/firejail.users does not list.
+func checkUsersFile() error {
+	const file = "/etc/firejail/firejail.users"
+	b, err := os.ReadFile(file)
+	if err != nil {
+		return nil // no list: firejail.config decides, and the run tells
+	}
+	u, err := user.Current()
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.TrimSpace(line) == u.Username {
+			return nil
+		}
+	}
+	return fmt.Errorf("%s does not list the user %s: firejail refuses non-root users it does not list (add the user, or run as root)", file, u.Username)
+}
+
+// Name returns "firejail".
+func (p *Provider) Name() string { return Name }
+
+// Probe reports whether firejail works here: the binary, this user's right to
+// run it, and one real run that must isolate a program (kept for the life of
+// the Provider).
+func (p *Provider) Probe(context.Context) error { return p.host().err }
+
+// Capabilities is what the provider enforces on this host (see the package
+// documentation for the table).
+func (p *Provider) Capabilities() pysandboxes.Capability {
+	h := p.host()
+	return capabilities(h.err == nil, h.env != "", h.netErr == nil, h.listen)
+}
+
+// capabilities is what the provider enforces when firejail works (ok), with or
+// without env(1) (which removes the variables firejail adds), the network
+// filter and Landlock's TCP bind rules (listenOK). Never CapUnprivileged:
+// firejail is a setuid-root program.
+func capabilities(ok, envOK, netOK, listenOK bool) pysandboxes.Capability {
+	if !ok {
+		return 0
+	}
+	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
+		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation |
+		pysandboxes.CapNoPrivileges
+	if envOK {
+		c |= pysandboxes.CapEnv
+	}
+	if listenOK {
+		c |= pysandboxes.CapTCPPorts
+	}
+	if netOK {
+		c |= netCapabilities
+	}
+	return c
+}
+
+// Compile translates the policy once per sandbox (see the package documentation).
+// It fails, naming the rule, when the policy needs something this provider cannot
+// enforce and that the caller did not accept.
+func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+	h := p.host()
+	if h.err != nil {
+		return nil, h.err
+	}
+	return compile(ctx, pol, accepted, h, &p.interps)
+}
+
+// Prepare makes the launch: firejail, started by the supervisor (resource
+// limits, tree kill), with the options built from the policy and what this
+// program needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+	h := p.host()
+	if h.err != nil {
+		return nil, h.err
+	}
+	c, _ := req.Compiled.(*compiled)
+	if c == nil {
+		var err error
+		if c, err = compile(ctx, req.Policy, 0, h, &p.interps); err != nil {
+			return nil, err
+		}
+	}
+	logger := req.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
+	c.warnOnce.Do(func() {
+		for _, w := range c.warnings {
+			logger.Warn("os-sandbox firejail: "+w, "provider", Name)
+		}
+	})
+	return c.prepare(ctx, req, h, &p.envs, logger)
+}
+
+// Details describes what the provider does on this host, one line each, for
+// `pysandboxes probe`.
+func (p *Provider) Details() []string {
+	h := p.host()
+	if h.err != nil {
+		return []string{h.err.Error()}
+	}
+	out := []string{
+		fmt.Sprintf("firejail %s at %s (setuid root; refuses non-root users not listed in /etc/firejail/firejail.users), started by the supervisor (resource limits, whole-tree kill)", h.version, h.firejail),
+		"no capability (--caps.drop=all), no_new_privs, firejail's seccomp filter plus io_uring, bpf, userfaultfd, ptrace, mount, namespaces and similar; --restrict-namespaces, native architecture only; sockets: unix, inet, inet6, netlink",
+		"file system: the whole tree read-only; every top directory not needed is blacklisted; what is needed is whitelisted (exposed directories read-only or read-write, what the program needs read-only); a private /dev (and /dev/shm); the host's /run hidden",
+		"ignore=: blacklisted (an ignored file reads empty, a directory is empty and unreadable)",
+		"start cost: firejail takes some 40 ms more than other namespace providers to set a sandbox up",
+	}
+	if h.env == "" {
+		out = append(out, "env(1) not found: firejail adds variables to the environment, so env is not claimed")
+	} else {
+		out = append(out, "environment: exactly the policy's (the variables firejail adds are removed by "+h.env+")")
+	}
+	if h.netErr != nil {
+		out = append(out, "network: loopback only (--net=none; "+h.netErr.Error()+"); a policy whose net= rules allow traffic is refused")
+	} else {
+		out = append(out, "network: loopback only without net= rules; with rules, a named network namespace set up by the network filter (--netns)")
+	}
+	return out
+}
