@@ -112,3 +112,17 @@ attempt("inside", lambda: open("exposed/ok.txt").read())
 	expectLine(t, string(out), "root EACCES")
 	expectLine(t, string(out), "inside OK ok")
 }
+
+// TestExposedRoot: expose-ro=/ shows the host's tree read-only, but /proc and
+// /dev stay the sandbox's own (its processes only).
+func TestExposedRoot(t *testing.T) {
+	sb := sandbox(t, []string{"expose-ro=/"})
+	out := py(t, sb, tryPrelude+`
+attempt("passwd", lambda: open("/etc/passwd").read()[:5])
+attempt("write", lambda: open("/etc/pysb-root-test", "w"))
+attempt("procs", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) < 5)
+`)
+	expectLine(t, out, "passwd OK root:")
+	expectLine(t, out, "write EROFS")
+	expectLine(t, out, "procs OK True")
+}

@@ -232,7 +232,8 @@ func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h ho
 	// The file system: a root bind first (when "/" is exposed), the sandbox's own
 	// /proc and /dev, then the binds parents first, the links, the masks.
 	rest := view.Binds
-	if len(rest) > 0 && rest[0].Path == "/" {
+	rootBound := len(rest) > 0 && rest[0].Path == "/"
+	if rootBound {
 		a = append(a, bindArgs(rest[0])...)
 		rest = rest[1:]
 	}
@@ -316,7 +317,9 @@ func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h ho
 	for _, d := range skeleton(view, dir, made...) {
 		a = append(a, "--chmod", "0111", d)
 	}
-	a = append(a, "--remount-ro", "/")
+	if !rootBound {
+		a = append(a, "--remount-ro", "/") // an exposed / keeps its rule's mode
+	}
 	if fds.seccomp >= 0 {
 		a = append(a, "--seccomp", strconv.Itoa(fds.seccomp))
 	}

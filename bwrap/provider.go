@@ -242,7 +242,12 @@ func (p *Provider) Details() []string {
 	if h.netErr != nil {
 		out = append(out, "network: loopback only ("+h.netErr.Error()+"); a policy whose net= rules allow traffic is refused")
 	} else {
-		out = append(out, "network: loopback only without net= rules; with rules, the network filter (internal/netfilter) on the sandbox's namespace")
+		out = append(out, "network: loopback only without net= rules; with rules, the network filter (internal/netfilter) on the sandbox's namespace, set up while bwrap holds the program")
+	}
+	if h.landlock >= listenABI && h.seccompErr == nil {
+		out = append(out, fmt.Sprintf("listening: Landlock ABI %d TCP bind rules (only the ports of IN rules), MPTCP refused by seccomp", h.landlock))
+	} else {
+		out = append(out, "listening: not refused (needs Landlock ABI 4 and seccomp): tcp-ports is not claimed")
 	}
 	return out
 }

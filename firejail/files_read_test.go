@@ -88,3 +88,17 @@ func TestPythonRunsAndImports(t *testing.T) {
 	}
 	expectLine(t, out, "value 42")
 }
+
+// TestExposedRoot: expose-ro=/ shows the host's tree read-only, but /proc and
+// /dev stay the sandbox's own (its processes only).
+func TestExposedRoot(t *testing.T) {
+	sb := sandbox(t, []string{"expose-ro=/"})
+	out := py(t, sb, tryPrelude+`
+attempt("passwd", lambda: open("/etc/passwd").read()[:5])
+attempt("write", lambda: open("/etc/pysb-root-test", "w"))
+attempt("procs", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) < 8)
+`)
+	expectLine(t, out, "passwd OK root:")
+	expectLine(t, out, "write EROFS")
+	expectLine(t, out, "procs OK True")
+}

@@ -280,7 +280,12 @@ func (p *Provider) Details() []string {
 	if h.netErr != nil {
 		out = append(out, "network: loopback only (--net=none; "+h.netErr.Error()+"); a policy whose net= rules allow traffic is refused")
 	} else {
-		out = append(out, "network: loopback only without net= rules; with rules, a named network namespace set up by the network filter (--netns)")
+		out = append(out, "network: loopback only without net= rules; with rules, a named network namespace set up by the network filter before firejail joins it (--netns); UDP sockets cannot be refused (datagrams reach only the sandbox's loopback and the filter's resolver)")
+	}
+	if h.listen {
+		out = append(out, "listening: Landlock TCP bind rules on firejail and the program (only the ports of IN rules); MPTCP listeners go around them, unreachable from outside")
+	} else {
+		out = append(out, "listening: not refused (needs root and Landlock ABI 4): tcp-ports is not claimed")
 	}
 	return out
 }
