@@ -17,6 +17,7 @@ type Sandbox struct {
 	accepted []Requirement
 	compiled any
 	calls    callState // partial mode: the workers of Call (worker.go)
+	evals    evalState // the eval layer: the zygote of Eval (eval.go)
 }
 
 type config struct {
@@ -29,6 +30,7 @@ type config struct {
 	helper   string
 	python   pythonConfig
 	call     callConfig
+	eval     evalConfig
 }
 
 // Option configures a Sandbox.
@@ -171,5 +173,6 @@ func (s *Sandbox) Unenforced() []Requirement {
 // the calls in flight have the grace period (WithCloseGrace) to end, then
 // their workers are killed; every worker process is reaped before Close
 // returns, and in learning mode what the calls did is merged into the rule file
-// (see Learned). Close of a sandbox used only for commands does nothing else.
-func (s *Sandbox) Close() error { return s.closeCalls() }
+// (see Learned). The eval zygote (Eval) is stopped likewise, its processes
+// killed and reaped. Close of a sandbox used only for commands does nothing else.
+func (s *Sandbox) Close() error { return errors.Join(s.closeCalls(), s.closeEvals()) }

@@ -45,6 +45,8 @@ Commands:
   call [OPTIONS] MODULE:FUNC [JSON-ARG ...]
                                    call a Python function in a sandboxed worker, print
                                    its result as JSON
+  eval [OPTIONS] SOURCE            evaluate Python code under an eval profile, print
+                                   its value as JSON
 
 Run 'pysandboxes <command> -h' for the options of a command.
 `
@@ -64,6 +66,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return probe(ctx, args[1:], env)
 	case "call":
 		return call(ctx, args[1:], env)
+	case "eval":
+		return evalCmd(ctx, args[1:], env)
 	case "-h", "--help", "help":
 		fmt.Fprint(env.Stdout, usage)
 		return ExitOK

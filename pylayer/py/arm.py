@@ -89,8 +89,9 @@ def build(G, cfg, fd, sb):
             own.add(v)
     own.add(send)
 
+    zygote = posix.getpid() if cfg['target']['kind'] == 'zygote' else None
     S = (learning, exposes, implicit, ignores, tuple(rules), pins, imports_all, imports, api, doors, stdlib,
-         frozenset(ours), send, classes, None, MPT(dict(G['API_EVENTS'])), any_addr, frozenset(id(o) for o in own),
+         frozenset(ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), any_addr, frozenset(id(o) for o in own),
          set(), set())
     handlers = MPT(dict(G['HANDLERS']))
     h = G['_hook']

@@ -107,6 +107,14 @@ def main(fd, modules, read):
         exec(modules['worker'], W)
         W['main'](fd, cfg, G, A, sb, builtins, _fatal, _trim)
         raise SystemExit(0)
+    if kind == 'zygote' or kind == 'eval':
+        # The eval layer: the zygote loads the eval guard and arms the guard, then
+        # forks one process per evaluation ('eval': one evaluation, no fork; see
+        # zygote.py).
+        Z = {'__name__': 'pysandboxes._zygote', '__builtins__': builtins}
+        exec(modules['zygote'], Z)
+        Z['main'](fd, cfg, G, A, sb, builtins, _fatal, _trim, modules)
+        raise SystemExit(0)
 
     # What running the target needs, imported before the guard is armed (the
     # layer's own imports are never charged to the profile).

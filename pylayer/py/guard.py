@@ -47,7 +47,8 @@ _GETFRAME = _sys._getframe
 #  9 frame doors {(stdlib file, co_qualname): qualname}
 # 10 stdlib roots (with '/')  11 the layer's code objects  12 send(kind, text)
 # 13 exception classes (file, permission, connection, module, api)
-# 14 unused   15 api events {event: (qualname, ...)}   16 some ALLOW rule takes any address
+# 14 the pid of the eval zygote (None otherwise)   15 api events {event: (qualname, ...)}
+# 16 some ALLOW rule takes any address
 # 17 id() of the layer's classes and functions   18 denials sent (set)   19 observations sent (set)
 
 
@@ -785,9 +786,14 @@ def _h_import(S, event, args, cache, _type=type, _str=str, _getframe=_GETFRAME, 
     return e
 
 
-def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain):
+def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpid=_posix.getpid):
     quals = S[15].get(event)
     if quals is None:
+        return None
+    if S[14] is not None and S[14] == _getpid():
+        # The eval zygote itself, which runs only the layer's code: it forks the
+        # processes of the evaluations, sets their limits and kills them. Each of
+        # them has another pid, and is judged.
         return None
     if event in ('subprocess.Popen', 'os.exec', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system'):
         cache.clear()  # another process may change the file system

@@ -1,0 +1,889 @@
+package pysandboxes
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes/evalguard"
+	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/pylayer"
+	"github.com/pysandboxes/pysandboxes/transport"
+)
+
+// Defaults of the eval layer.
+const (
+	// DefaultEvalMemory bounds the address space of an evaluation's process
+	// (the interpreter included, which takes some tens of megabytes of it).
+	DefaultEvalMemory = 1 << 30
+	// DefaultEvalOutput bounds what an evaluation prints, when the sandbox's
+	// Limits.Output does not.
+	DefaultEvalOutput = 1 << 20
+	// MaxEvalSource bounds the source of an evaluation in bytes (the profile's
+	// eval-max-nodes bounds it further, in the guard).
+	MaxEvalSource = 4 << 20
+	// evalGrace is how long past an evaluation's timeout the host waits for its
+	// zygote to report the end, before it kills the zygote (the zygote counts
+	// the timeout from the moment one of its processes takes the evaluation,
+	// which may wait for a process to be forked).
+	evalGrace = 10 * time.Second
+)
+
+// EvalLimits are the hard limits of each evaluation, enforced on its process
+// (beyond the budgets of its eval profile, which the guard charges).
+type EvalLimits struct {
+	// Memory bounds the address space of the evaluation's process in bytes
+	// (RLIMIT_AS; DefaultEvalMemory when 0): an allocation past it raises
+	// MemoryError, reported as an *evalguard.InterruptedError whose Budget is
+	// "memory".
+	Memory uint64
+	// CPU bounds the processor time of the process (RLIMIT_CPU, whole seconds;
+	// 0: the profile's eval-timeout plus a second, so that the wall clock ends
+	// it first): past it the kernel kills it, reported with Budget "cpu".
+	CPU time.Duration
+	// Output bounds the bytes the evaluation prints (0: the sandbox's
+	// Limits.Output, else DefaultEvalOutput): past it the process is killed,
+	// reported with Budget "output".
+	Output int64
+}
+
+// evalConfig holds the eval options of a sandbox.
+type evalConfig struct {
+	pool   int
+	noFork bool
+	limits EvalLimits
+}
+
+// WithEvalPool sets how many evaluations run at once (default 1): the zygote
+// keeps as many processes forked and ready, and an evaluation beyond waits.
+func WithEvalPool(n int) Option { return func(c *config) { c.eval.pool = n } }
+
+// WithEvalFork turns the zygote off (false): each evaluation then starts a
+// fresh interpreter of its own, about the start-up of a sandboxed interpreter
+// per evaluation instead of a fork. The default (true) uses the zygote, and
+// falls back to fresh interpreters by itself when forking does not work in the
+// sandbox.
+func WithEvalFork(on bool) Option { return func(c *config) { c.eval.noFork = !on } }
+
+// WithEvalLimits sets the hard limits of every evaluation (EvalMemory, EvalCPU
+// and EvalMaxOutput override them for one).
+func WithEvalLimits(l EvalLimits) Option { return func(c *config) { c.eval.limits = l } }
+
+// EvalOption configures one evaluation.
+type EvalOption func(*evalOptions)
+
+type evalOptions struct {
+	profile        string
+	stdout, stderr io.Writer
+	limits         EvalLimits
+}
+
+// EvalProfile names the eval profile of the policy the evaluation runs under
+// (declared by eval-<key>:NAME= lines); the default is the default profile
+// (the eval-* lines without a suffix). There is never a fallback from one to the
+// other.
+func EvalProfile(name string) EvalOption { return func(o *evalOptions) { o.profile = name } }
+
+// EvalOutput sets where the evaluation's prints go (default: the sandbox's
+// WithCallOutput writers, by default the host's standard output and error; nil
+// discards).
+func EvalOutput(stdout, stderr io.Writer) EvalOption {
+	return func(o *evalOptions) {
+		o.stdout, o.stderr = stdout, stderr
+		if stdout == nil {
+			o.stdout = io.Discard
+		}
+		if stderr == nil {
+			o.stderr = io.Discard
+		}
+	}
+}
+
+// EvalMemory sets the address-space limit of this evaluation's process.
+func EvalMemory(bytes uint64) EvalOption { return func(o *evalOptions) { o.limits.Memory = bytes } }
+
+// EvalCPU sets the processor-time limit of this evaluation's process.
+func EvalCPU(d time.Duration) EvalOption { return func(o *evalOptions) { o.limits.CPU = d } }
+
+// EvalMaxOutput sets the output limit of this evaluation.
+func EvalMaxOutput(bytes int64) EvalOption { return func(o *evalOptions) { o.limits.Output = bytes } }
+
+// ErrEvalLearning reports an evaluation asked of a sandbox that learns: the eval
+// layer enforces, it does not learn.
+var ErrEvalLearning = errors.New("pysandboxes: Eval does not run in learning mode (the eval-* rules are written by hand; see pysandboxes check)")
+
+// EvalProcessError reports an evaluation whose process, or whose zygote, ended
+// without an answer for another reason than a limit: a crash, a signal from
+// outside the sandbox, a process that broke the protocol, a zygote that could
+// not start or failed too often (Err wraps ErrRestartLimit then).
+type EvalProcessError struct {
+	// Signal that ended the process (0: none), and its exit status.
+	Signal, Status int
+	// Err says what happened.
+	Err error
+}
+
+func (e *EvalProcessError) Error() string {
+	s := "pysandboxes: the evaluation's process failed"
+	if e.Signal != 0 {
+		s += fmt.Sprintf(" (signal %d: %v)", e.Signal, syscall.Signal(e.Signal))
+	} else if e.Status != 0 {
+		s += fmt.Sprintf(" (exit status %d)", e.Status)
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *EvalProcessError) Unwrap() error { return e.Err }
+
+// Eval evaluates the Python expression src under the policy's eval profile (the
+// default one, or the one EvalProfile names), with names as the variables it
+// sees, and returns its value.
+//
+// The source is parsed by CPython, checked against the profile's sub-language
+// (eval-syntax, eval-call, eval-attribute, eval-import, eval-magic, the static
+// budgets), rewritten so that attribute reads, allocating operators, loops and
+// calls charge the profile's budgets, and run in a process of its own, forked
+// from a warm zygote that has already loaded the guard: nothing one evaluation
+// does is visible to the next. The process runs under the sandbox's OS provider
+// and the Python layer (whose rules it obeys like any sandboxed program: it is
+// refused os.fork, unexposed files, sockets...), and under hard limits the host
+// enforces: the wall clock (the profile's eval-timeout, and ctx) kills it even
+// inside a blocking C call; RLIMIT_AS makes a huge allocation fail with
+// MemoryError; RLIMIT_CPU; an output limit (see EvalLimits).
+//
+// The names are encoded with transport.Pickle (its Go types); the value comes
+// back as a protocol 5 pickle decoded by transport.Unpickle in the policy's
+// remote-result-mode, as for Call.
+//
+// Errors (use errors.As and errors.Is):
+//   - *evalguard.RejectedError: the source breaks the profile; every violation,
+//     each with the rule line that would allow it.
+//   - *evalguard.InterruptedError: a budget ended the evaluation; Budget is
+//     "eval-timeout", "eval-max-iterations", "eval-max-call-depth",
+//     "eval-max-alloc" (the guard's), or "memory", "cpu", "output" (the hard
+//     limits).
+//   - *RemoteError with errors.Is(err, ErrDenied): a refusal inside, of the
+//     Python layer (a file, an import, os.fork...) or of the eval guard at run
+//     time (an attribute through getattr, setattr...: a Denial of Kind "eval";
+//     errors.As also finds the *evalguard.DeniedError, with its Fix).
+//   - *RemoteError: the code raised an ordinary exception (class, message,
+//     traceback of the evaluated source).
+//   - *evalguard.UnknownProfileError: the policy declares no such profile (with
+//     no eval-* rule at all, it says what to add).
+//   - *evalguard.SourceError: a source holding a NUL byte or invalid UTF-8, or
+//     longer than MaxEvalSource; a *transport.PickleError for names the encoder
+//     cannot carry (or a name that is not an identifier).
+//   - *ResultError: the value cannot be sent or decoded; *EvalProcessError: the
+//     process or the zygote failed; ctx's error, wrapped, when ctx ended (the
+//     process was killed); ErrSandboxClosed after Close; ErrEvalLearning.
+func (s *Sandbox) Eval(ctx context.Context, src string, names map[string]any, opts ...EvalOption) (any, error) {
+	return s.eval(ctx, false, src, names, opts)
+}
+
+// Exec runs the Python statements src like Eval, and returns the names the code
+// bound (new names, or names bound to another object than before), except those
+// whose value cannot travel: a function, a class or a module the code defined
+// is left out.
+func (s *Sandbox) Exec(ctx context.Context, src string, names map[string]any, opts ...EvalOption) (map[string]any, error) {
+	v, err := s.eval(ctx, true, src, names, opts)
+	if err != nil {
+		return nil, err
+	}
+	d, ok := v.(transport.Dict)
+	if !ok {
+		return nil, &ResultError{Func: "exec", Err: fmt.Errorf("the names bound came back as %T, not a dict", v)}
+	}
+	m, ok := d.StringMap()
+	if !ok {
+		return nil, &ResultError{Func: "exec", Err: errors.New("the names bound came back with a key that is not a str")}
+	}
+	return m, nil
+}
+
+func (s *Sandbox) eval(ctx context.Context, exec bool, src string, names map[string]any, opts []EvalOption) (any, error) {
+	var o evalOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	pp, ok := s.policy.(*policy.Policy)
+	if !ok {
+		return nil, fmt.Errorf("pysandboxes: Eval needs a *policy.Policy (got %T)", s.policy)
+	}
+	if s.cfg.python.learn != "" {
+		return nil, ErrEvalLearning
+	}
+	prof, err := evalguard.FromPolicy(pp, o.profile)
+	if err != nil {
+		return nil, err
+	}
+	if err := evalguard.CheckSource(src); err != nil {
+		return nil, err
+	}
+	if len(src) > MaxEvalSource {
+		return nil, &evalguard.SourceError{Offset: MaxEvalSource, Reason: fmt.Sprintf("the source is %d bytes long, more than %d", len(src), MaxEvalSource)}
+	}
+	payload, err := encodeNames(names, pylayer.MaxCallFrame-len(src)-1024)
+	if err != nil {
+		return nil, err
+	}
+	req := &pylayer.EvalRequest{
+		Exec: exec, Profile: o.profile, Filename: prof.SourceRef(), Source: src, Names: payload,
+		Timeout: prof.Timeout, CPU: o.limits.CPU, Memory: o.limits.Memory, Output: o.limits.Output,
+	}
+	l := s.cfg.eval.limits
+	if req.Memory == 0 {
+		req.Memory = orDefault(l.Memory, DefaultEvalMemory)
+	}
+	if req.CPU <= 0 {
+		req.CPU = l.CPU
+	}
+	if req.CPU <= 0 {
+		req.CPU = prof.Timeout + time.Second
+	}
+	if req.Output <= 0 {
+		req.Output = l.Output
+	}
+	if req.Output <= 0 {
+		req.Output = s.cfg.limits.Output
+	}
+	if req.Output <= 0 {
+		req.Output = DefaultEvalOutput
+	}
+	es, err := s.evals.get(s)
+	if err != nil {
+		return nil, err
+	}
+	if !es.enter() {
+		return nil, ErrSandboxClosed
+	}
+	defer es.inflight.Done()
+	select {
+	case es.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("pysandboxes: Eval: waiting for a free process: %w", ctx.Err())
+	case <-es.closing:
+		return nil, ErrSandboxClosed
+	}
+	defer func() { <-es.slots }()
+	out := pylayer.CallOutput{Stdout: o.stdout, Stderr: o.stderr, Limit: req.Output, LimitErr: ErrOutputLimit}
+	if out.Stdout == nil {
+		out.Stdout = es.out
+	}
+	if out.Stderr == nil {
+		out.Stderr = es.errOut
+	}
+	r, zp, err := es.run(ctx, req, out)
+	if err != nil {
+		return nil, err
+	}
+	return s.evalReply(prof, req, r, zp)
+}
+
+func orDefault(v, def uint64) uint64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// encodeNames pickles the names as a dict (keys sorted); nil for none.
+func encodeNames(names map[string]any, limit int) ([]byte, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		if !validIdentifier(k) {
+			return nil, &transport.PickleError{Path: fmt.Sprintf("names[%q]", k), Type: "string", Err: transport.ErrUnsupported,
+				Reason: fmt.Sprintf("the name %q is not a Python identifier", k)}
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	d := make(transport.Dict, len(keys))
+	for i, k := range keys {
+		d[i] = transport.Pair{Key: k, Value: names[k]}
+	}
+	return transport.PickleWith(d, &transport.PickleOptions{MaxBytes: max(limit, 64), Root: "names"})
+}
+
+// evalReply turns the end of an evaluation into its value or error.
+func (s *Sandbox) evalReply(prof *evalguard.Profile, req *pylayer.EvalRequest, r *pylayer.EvalReply, zp *zygoteProc) (any, error) {
+	ref := prof.SourceRef()
+	switch {
+	case r.Result != nil:
+		v, err, _ := s.decodeResult(ref, r.Result, false, s.cfg.call.maxResult+64)
+		return v, err
+	case r.Ended != nil:
+		e := r.Ended
+		switch e.Reason {
+		case "timeout":
+			return nil, &evalguard.InterruptedError{Budget: "eval-timeout", Limit: prof.Timeout.Seconds(),
+				Message: fmt.Sprintf("evaluation interrupted: eval-timeout=%gs exhausted (its process was killed)", prof.Timeout.Seconds())}
+		case "cpu":
+			secs := int64((req.CPU + time.Second - 1) / time.Second)
+			return nil, &evalguard.InterruptedError{Budget: "cpu", Limit: secs,
+				Message: fmt.Sprintf("evaluation interrupted: its process used its %d s of processor time (RLIMIT_CPU) and was killed", secs)}
+		case "output":
+			return nil, outputInterrupted(req.Output)
+		}
+		detail := e.Detail
+		if detail == "" {
+			detail = "it ended without a result (" + e.Reason + ")"
+		}
+		return nil, &EvalProcessError{Signal: e.Signal, Status: e.Status, Err: errors.New(detail)}
+	}
+	x := r.Exception
+	if x.Budget == "memory" {
+		return nil, &evalguard.InterruptedError{Budget: "memory", Limit: x.Limit,
+			Message: fmt.Sprintf("evaluation interrupted: memory=%d bytes exhausted (%s: %s)", x.Limit, x.Qualname, x.Message)}
+	}
+	switch x.Kind {
+	case "result-too-large":
+		return nil, &ResultError{Func: ref, Err: fmt.Errorf("%w: %s", ErrResultTooLarge, x.Message)}
+	}
+	if len(x.Guard) > 0 && string(x.Guard) != "null" {
+		var args []any
+		if json.Unmarshal(x.Guard, &args) != nil {
+			args = nil
+		}
+		if gerr := evalguard.FromRemote(x.Module, x.Qualname, x.Message, args); gerr != nil {
+			var de *evalguard.DeniedError
+			if errors.As(gerr, &de) {
+				return nil, &guardDenial{de: de, re: &RemoteError{Func: ref, Module: x.Module, Qualname: x.Qualname,
+					Message: de.Message, Traceback: x.Traceback,
+					Denials: []Denial{{Kind: "eval", Exception: "Denied", Message: de.Message, Target: de.Target}}}}
+			}
+			return nil, gerr
+		}
+	}
+	e := &RemoteError{Func: ref, Module: x.Module, Qualname: x.Qualname, Message: x.Message, Traceback: x.Traceback, Base: x.Base}
+	for _, d := range x.Denials {
+		if zp != nil {
+			if dd, ok := zp.z.Denial(d); ok {
+				e.Denials = append(e.Denials, dd)
+				continue
+			}
+		}
+		exc, msg, _ := strings.Cut(d, ": ")
+		e.Denials = append(e.Denials, Denial{Exception: exc, Message: msg})
+	}
+	return nil, e
+}
+
+// guardDenial is a refusal of the eval guard at run time: errors.As finds both
+// the *RemoteError (with its Denial, so errors.Is(err, ErrDenied)) and the
+// *evalguard.DeniedError (with the rule line that would allow it).
+type guardDenial struct {
+	re *RemoteError
+	de *evalguard.DeniedError
+}
+
+func (e *guardDenial) Error() string   { return e.re.Error() }
+func (e *guardDenial) Unwrap() []error { return []error{e.re, e.de} }
+
+func outputInterrupted(limit int64) error {
+	return &evalguard.InterruptedError{Budget: "output", Limit: limit,
+		Message: fmt.Sprintf("evaluation interrupted: it printed more than %d bytes (its process was killed)", limit)}
+}
+
+// evalState is the Sandbox's eval layer: its zygote, made at the first Eval.
+type evalState struct {
+	mu     sync.Mutex
+	st     *evals
+	closed bool
+}
+
+func (e *evalState) get(s *Sandbox) (*evals, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closed {
+		return nil, ErrSandboxClosed
+	}
+	if e.st == nil {
+		e.st = newEvals(s)
+	}
+	return e.st, nil
+}
+
+// closeEvals is Close's part for the eval layer: no new evaluation; those in
+// flight have the grace period, then their processes are killed; the zygote is
+// stopped and reaped.
+func (s *Sandbox) closeEvals() error {
+	s.evals.mu.Lock()
+	if s.evals.closed {
+		s.evals.mu.Unlock()
+		return nil
+	}
+	s.evals.closed = true
+	es := s.evals.st
+	s.evals.mu.Unlock()
+	if es != nil {
+		es.close()
+	}
+	return nil
+}
+
+// evals runs the zygote of one Sandbox.
+type evals struct {
+	s       *Sandbox
+	slots   chan struct{}
+	closing chan struct{}
+	ctx     context.Context
+	cancel  context.CancelFunc
+	out     *lockedWriter
+	errOut  *lockedWriter
+
+	mu       sync.Mutex
+	closed   bool
+	cur      *zygoteProc
+	starting chan struct{} // closed when the start in progress ends
+	failures []time.Time
+	fallback string // why evaluations start a fresh process each ("" while the zygote is used)
+	inflight sync.WaitGroup
+	procs    sync.WaitGroup
+	all      map[*zygoteProc]bool
+}
+
+func newEvals(s *Sandbox) *evals {
+	pool := max(s.cfg.eval.pool, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	mu := new(sync.Mutex)
+	es := &evals{s: s, slots: make(chan struct{}, pool), closing: make(chan struct{}), ctx: ctx, cancel: cancel,
+		out: &lockedWriter{mu: mu, w: s.cfg.call.stdout}, errOut: &lockedWriter{mu: mu, w: s.cfg.call.stderr},
+		all: map[*zygoteProc]bool{}}
+	if s.cfg.eval.noFork {
+		es.fallback = "WithEvalFork(false)"
+	}
+	return es
+}
+
+func (es *evals) enter() bool {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.closed {
+		return false
+	}
+	es.inflight.Add(1)
+	return true
+}
+
+// zygoteProc is one zygote process (or, in single mode, one evaluation's
+// process).
+type zygoteProc struct {
+	es       *evals
+	cmd      *Cmd
+	run      *zygoteRun
+	z        *pylayer.Zygote
+	info     pylayer.ZygoteInfo
+	exited   chan struct{}
+	hostKill atomic.Bool
+	failed   atomic.Bool
+}
+
+func (zp *zygoteProc) alive() bool {
+	select {
+	case <-zp.exited:
+		return false
+	case <-zp.z.Done():
+		return false
+	default:
+		return true
+	}
+}
+
+func (zp *zygoteProc) kill(reason error) {
+	zp.hostKill.Store(true)
+	zp.cmd.terminate(reason)
+}
+
+// run serves one evaluation: on the zygote (started when none runs), or on a
+// fresh process of its own in fallback mode.
+func (es *evals) run(ctx context.Context, req *pylayer.EvalRequest, out pylayer.CallOutput) (*pylayer.EvalReply, *zygoteProc, error) {
+	zp, err := es.zygote(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	single := zp.info.Single
+	if single {
+		defer es.stop(zp)
+	}
+	// The host's own bound, past which the zygote (or the single process) is
+	// ended: the timeout, plus a grace for the zygote to report (the zygote
+	// counts the timeout from the moment a process takes the evaluation).
+	bound := req.Timeout + evalGrace
+	if single {
+		bound = req.Timeout
+	}
+	rctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	r, err := zp.z.Eval(rctx, req, out)
+	switch {
+	case err == nil:
+		return r, zp, nil
+	case errors.Is(err, ErrOutputLimit):
+		if single {
+			zp.kill(ErrOutputLimit)
+		}
+		return nil, zp, outputInterrupted(req.Output)
+	case ctx.Err() != nil:
+		if single || errors.Is(err, pylayer.ErrCancelUnconfirmed) {
+			zp.kill(ctx.Err())
+		}
+		return nil, zp, fmt.Errorf("pysandboxes: Eval: the evaluation's process was killed: %w", ctx.Err())
+	case rctx.Err() != nil:
+		// Single mode: the timeout; else the zygote did not report the end of
+		// the evaluation in time: it is ended (and replaced).
+		zp.kill(context.DeadlineExceeded)
+		return nil, zp, &evalguard.InterruptedError{Budget: "eval-timeout", Limit: req.Timeout.Seconds(),
+			Message: fmt.Sprintf("evaluation interrupted: eval-timeout=%gs exhausted (its process was killed)", req.Timeout.Seconds())}
+	}
+	// The zygote ended (or its channel broke) during the evaluation: the
+	// evaluation is not sent again (it may have run in part).
+	es.waitExit(zp)
+	return nil, zp, es.exitError(zp, err)
+}
+
+// exitError describes the end of a zygote or single process.
+func (es *evals) exitError(zp *zygoteProc, reason error) error {
+	e := &EvalProcessError{Err: reason}
+	select {
+	case <-zp.exited:
+		if st, ok := zp.cmd.Status(); ok {
+			if st.Signaled() {
+				e.Signal = int(st.Signal())
+			} else if st.Exited() {
+				e.Status = st.ExitStatus()
+			}
+		}
+	default:
+	}
+	if e.Signal == int(syscall.SIGXCPU) {
+		return &evalguard.InterruptedError{Budget: "cpu", Message: "evaluation interrupted: its process used its processor time (RLIMIT_CPU) and was killed"}
+	}
+	return e
+}
+
+func (es *evals) waitExit(zp *zygoteProc) {
+	t := time.NewTimer(killGrace + time.Second)
+	defer t.Stop()
+	select {
+	case <-zp.exited:
+	case <-t.C:
+	}
+}
+
+// zygote returns the running zygote, starting one (after the restart policy's
+// backoff) when none runs; in fallback mode, a new single-evaluation process.
+func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
+	for {
+		es.mu.Lock()
+		if es.closed {
+			es.mu.Unlock()
+			return nil, ErrSandboxClosed
+		}
+		if es.fallback == "" && es.cur != nil {
+			zp := es.cur
+			if zp.alive() {
+				es.mu.Unlock()
+				return zp, nil
+			}
+			// Gone: its end is counted (restart policy) once its process is
+			// reaped.
+			es.cur = nil
+			es.mu.Unlock()
+			es.waitExit(zp)
+			continue
+		}
+		if ch := es.starting; ch != nil {
+			es.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("pysandboxes: Eval: waiting for the zygote to start: %w", ctx.Err())
+			case <-es.closing:
+				return nil, ErrSandboxClosed
+			}
+		}
+		single := es.fallback != ""
+		now := time.Now()
+		r := es.s.cfg.call.restart
+		i := 0
+		for i < len(es.failures) && now.Sub(es.failures[i]) > r.Window {
+			i++
+		}
+		es.failures = es.failures[i:]
+		fails := es.failures
+		if len(fails) > r.Max {
+			until := fails[len(fails)-r.Max-1].Add(r.Window)
+			es.mu.Unlock()
+			return nil, &EvalProcessError{Err: fmt.Errorf("%w (%d failures within %v; next attempt possible at %s)",
+				ErrRestartLimit, len(fails), r.Window, until.Format(time.TimeOnly))}
+		}
+		var wait time.Duration
+		if n := len(fails); n > 0 {
+			d := float64(r.Backoff) * math.Pow(r.Factor, float64(n-1))
+			wait = time.Until(fails[n-1].Add(time.Duration(min(d, float64(r.MaxBackoff)))))
+		}
+		ch := make(chan struct{})
+		if !single {
+			es.starting = ch
+		}
+		es.mu.Unlock()
+		zp, err := es.startAfter(ctx, wait, single)
+		es.mu.Lock()
+		if !single {
+			es.starting = nil
+			close(ch)
+		}
+		if err != nil {
+			es.mu.Unlock()
+			return nil, err
+		}
+		if !single && !zp.info.Fork {
+			// Forking does not work in this sandbox: fresh processes from now on.
+			es.fallback = zp.info.Reason
+			es.mu.Unlock()
+			es.s.cfg.logger.Warn("eval: forking does not work in this sandbox; each evaluation starts a fresh interpreter",
+				"provider", es.s.provider.Name(), "reason", zp.info.Reason)
+			es.stop(zp)
+			continue
+		}
+		if !single {
+			es.cur = zp
+		}
+		es.mu.Unlock()
+		return zp, nil
+	}
+}
+
+func (es *evals) startAfter(ctx context.Context, wait time.Duration, single bool) (*zygoteProc, error) {
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("pysandboxes: Eval: waiting for the zygote to restart: %w", ctx.Err())
+		case <-es.closing:
+			return nil, ErrSandboxClosed
+		}
+	}
+	return es.start(ctx, single)
+}
+
+func (es *evals) fail(zp *zygoteProc) {
+	if zp != nil && !zp.failed.CompareAndSwap(false, true) {
+		return
+	}
+	es.mu.Lock()
+	if !es.closed {
+		es.failures = append(es.failures, time.Now())
+	}
+	es.mu.Unlock()
+}
+
+// start starts a zygote (or a single-evaluation process) and waits until it is
+// ready.
+func (es *evals) start(ctx context.Context, single bool) (*zygoteProc, error) {
+	s := es.s
+	cmd := &Cmd{sb: s, ctx: es.ctx, Path: "python", Args: []string{"python"}, Dir: s.cfg.call.dir}
+	run := &zygoteRun{es: es, single: single}
+	cmd.ext = run
+	cmd.Stdout, cmd.Stderr = es.out, es.errOut
+	if f, ok := s.cfg.call.stdout.(*os.File); ok {
+		cmd.Stdout = f
+	}
+	if f, ok := s.cfg.call.stderr.(*os.File); ok {
+		cmd.Stderr = f
+	}
+	es.mu.Lock()
+	if es.closed {
+		es.mu.Unlock()
+		return nil, ErrSandboxClosed
+	}
+	es.procs.Add(1)
+	es.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		es.procs.Done()
+		es.fail(nil)
+		return nil, &EvalProcessError{Err: fmt.Errorf("starting the eval zygote: %w", err)}
+	}
+	zp := &zygoteProc{es: es, cmd: cmd, run: run, z: run.z, exited: make(chan struct{})}
+	es.mu.Lock()
+	es.all[zp] = true
+	closed := es.closed
+	es.mu.Unlock()
+	go func() {
+		defer es.procs.Done()
+		_ = cmd.Wait()
+		if !zp.hostKill.Load() && !single {
+			es.fail(zp)
+		}
+		es.mu.Lock()
+		delete(es.all, zp)
+		es.mu.Unlock()
+		close(zp.exited)
+	}()
+	if closed {
+		zp.kill(ErrSandboxClosed)
+		return nil, ErrSandboxClosed
+	}
+	sctx, cancel := context.WithTimeout(ctx, s.cfg.call.startTimeout)
+	defer cancel()
+	info, err := zp.z.Ready(sctx)
+	if err == nil {
+		zp.info = info
+		return zp, nil
+	}
+	switch {
+	case ctx.Err() != nil:
+		zp.kill(ctx.Err())
+		return nil, fmt.Errorf("pysandboxes: Eval: starting the zygote: %w", ctx.Err())
+	case errors.Is(err, context.DeadlineExceeded):
+		es.fail(zp)
+		zp.kill(err)
+		return nil, &EvalProcessError{Err: fmt.Errorf("the eval zygote was not ready after %v: it was killed", s.cfg.call.startTimeout)}
+	}
+	es.fail(zp)
+	zp.kill(err)
+	es.waitExit(zp)
+	return nil, es.exitError(zp, err)
+}
+
+// stop ends a process: its channel is closed (it exits), and it is killed if
+// it has not after stopGrace.
+func (es *evals) stop(zp *zygoteProc) {
+	zp.hostKill.Store(true)
+	zp.z.CloseWrite()
+	go func() {
+		t := time.NewTimer(stopGrace)
+		defer t.Stop()
+		select {
+		case <-zp.exited:
+		case <-t.C:
+			zp.cmd.terminate(ErrSandboxClosed)
+		}
+	}()
+}
+
+// close stops the eval layer (see closeEvals).
+func (es *evals) close() {
+	es.mu.Lock()
+	es.closed = true
+	close(es.closing)
+	es.mu.Unlock()
+	drained := make(chan struct{})
+	go func() {
+		es.inflight.Wait()
+		close(drained)
+	}()
+	t := time.NewTimer(es.s.cfg.call.grace)
+	select {
+	case <-drained:
+	case <-t.C:
+		es.mu.Lock()
+		for zp := range es.all {
+			zp.kill(ErrSandboxClosed)
+		}
+		es.mu.Unlock()
+		<-drained
+	}
+	t.Stop()
+	es.mu.Lock()
+	for zp := range es.all {
+		es.stop(zp)
+	}
+	es.mu.Unlock()
+	es.procs.Wait()
+	es.cancel()
+}
+
+// zygoteRun is the Python side of a zygote's Cmd (its cmdExt).
+type zygoteRun struct {
+	es     *evals
+	single bool
+	z      *pylayer.Zygote
+}
+
+func (r *zygoteRun) prepare(c *Cmd) error {
+	s := c.sb
+	in, err := s.Interpreter(c.ctx)
+	if err != nil {
+		return err
+	}
+	c.Path = in.Path
+	pp, ok := s.policy.(*policy.Policy)
+	if !ok {
+		return fmt.Errorf("pysandboxes: Eval needs a *policy.Policy (got %T)", s.policy)
+	}
+	guard := !s.cfg.python.layerOff && s.provider.Name() != "none"
+	if on, _ := pp.PySandbox(); !on {
+		guard = false
+	}
+	z, err := pylayer.NewZygote(c.ctx, pylayer.ConfigInput{
+		Policy: pp, Interp: in, Mode: pylayer.ModeEnforce, Provider: s.provider.Name(), RulesFile: pp.Path,
+	}, pylayer.ZygoteOptions{
+		Guard: guard, Single: r.single, Pool: cap(r.es.slots), MaxResult: s.cfg.call.maxResult,
+		Entry: evalguard.Module, Preload: evalPreload(pp), Stdout: r.es.out, Stderr: r.es.errOut,
+	})
+	if err != nil {
+		return err
+	}
+	r.z = z
+	fd := 3 + len(c.ExtraFiles)
+	c.ExtraFiles = append(c.ExtraFiles, z.Session().ChildFile())
+	c.Args = pylayer.Command(in, nil, fd)
+	return nil
+}
+
+func (r *zygoteRun) started(c *Cmd) {
+	r.z.Session().Started(func(err error) { c.terminate(err) })
+}
+
+func (r *zygoteRun) abort() { r.z.Session().Abort() }
+
+func (r *zygoteRun) finish(c *Cmd) error {
+	res := r.z.Session().Finish(2 * time.Second)
+	if res.DroppedDenials > 0 {
+		c.sb.cfg.logger.Warn("Python layer: more refusals than kept", "dropped", res.DroppedDenials)
+	}
+	return nil
+}
+
+// evalPreload returns the modules the zygote imports before its first fork:
+// those an eval profile lets the code import (eval-import, exact names), when
+// python-import= lets them be imported too (an import done by the zygote is not
+// judged again in the processes it forks).
+func evalPreload(pp *policy.Policy) []string {
+	var out []string
+	ev := pp.Eval()
+	for _, n := range ev.Names() {
+		ep, _ := ev.Profile(n)
+		allow, _ := ep.Import.Expanded()
+		for _, m := range allow {
+			if strings.ContainsAny(m, "*-") || slices.Contains(out, m) || !ep.Import.Allows(m) {
+				continue
+			}
+			if ok, _ := pp.Imports().Allowed(m); ok {
+				out = append(out, m)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}

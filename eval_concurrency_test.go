@@ -1,0 +1,63 @@
+package pysandboxes_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/evalguard"
+)
+
+// TestEvalPoolRunsTwoAtOnce: with WithEvalPool(2), a short evaluation sent while
+// a long one is blocked in C ends first; many callers at once all get their own
+// answers.
+func TestEvalPoolRunsTwoAtOnce(t *testing.T) {
+	sb := evalSandbox(t, limitRules+"eval-timeout:long=3s\neval-syntax:long=arith\neval-call:long=sum, range\n", pysandboxes.WithEvalPool(2))
+	ctx := context.Background()
+	if _, err := sb.Eval(ctx, "0", nil); err != nil {
+		t.Fatal(err)
+	}
+	long := make(chan error, 1)
+	go func() {
+		_, err := sb.Eval(ctx, "sum(range(10**12))", nil, pysandboxes.EvalProfile("long"))
+		long <- err
+	}()
+	time.Sleep(300 * time.Millisecond)
+	if v, err := sb.Eval(ctx, "6*7", nil); err != nil || v != int64(42) {
+		t.Fatalf("short: %v, %v", v, err)
+	}
+	select {
+	case err := <-long:
+		t.Fatalf("the long evaluation ended (%v) before the short one: they did not run at once", err)
+	default:
+	}
+	var ie *evalguard.InterruptedError
+	if err := <-long; !errors.As(err, &ie) || ie.Budget != "eval-timeout" {
+		t.Errorf("long: %v", err)
+	}
+
+	var wg sync.WaitGroup
+	errs := make(chan error, 40)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 10 {
+				n := g*100 + i
+				v, err := sb.Eval(ctx, "n * 2", map[string]any{"n": n})
+				if err != nil || v != int64(2*n) {
+					errs <- fmt.Errorf("caller %d, eval %d: %v, %v", g, i, v, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -1,0 +1,361 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/evalguard"
+	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/transport"
+)
+
+const evalUsage = `Usage: pysandboxes eval [OPTIONS] [--RULE=VALUE ...] SOURCE
+
+Evaluates the Python expression SOURCE (statements with --exec; "-" reads it from
+standard input) under the eval profile of a rule file (default: the one found from
+the working directory) plus the rules given on the command line, in a sandboxed
+process of its own, and prints its value as JSON (with --exec: the names the code
+bound, as a JSON object).
+
+The source is checked against the profile's sub-language (eval-syntax, eval-call,
+eval-attribute, eval-import, eval-magic), rewritten to charge its budgets, and run
+under the OS provider, the Python layer and hard limits: eval-timeout kills the
+process even inside a blocking C call; its memory and processor time are bounded.
+What the code prints goes to standard output and error as it is printed.
+
+Options:
+  --config FILE              the rule file
+  --no-config                use only the rules of the command line
+  --profile NAME             the eval profile (eval-<key>:NAME= rules; default: the
+                             rules without a suffix)
+  --exec                     run statements; print the names they bind
+  --names JSON               a JSON object: the names the code sees
+  --os-sandbox NAME          the OS provider (overrides os-sandbox=; see pysandboxes probe)
+  --accept-unenforced CAPS   accept that the OS layer does not enforce these
+                             capabilities (comma list)
+  --python PATH              the Python interpreter (default: PYSANDBOXES_PYTHON,
+                             then python3 resolved to the real interpreter)
+  --memory SIZE              address space of the evaluation's process (e.g. 512M)
+  -v, --verbose              debug output on stderr; tracebacks of exceptions
+  --RULE=VALUE               a rule line RULE=VALUE (e.g. --eval-syntax=arith,compare,
+                             --eval-call=len); --RULE alone is RULE=
+
+Exit status: 0 with the value printed; 1 when the profile rejects the source (each
+violation is printed, then on the next line the rule that allows it, ready to paste
+into the rule file); 2 for a bad command line; 3 when a budget or a hard limit
+interrupted the evaluation (it names which: eval-timeout=..., eval-max-iterations=...,
+memory=..., cpu=..., output=...); 4 when the code raised an exception (printed as
+"Class: message"; a refusal of the sandbox names its rule); 125 when the sandbox or
+the evaluation's process failed.
+`
+
+// Exit codes of pysandboxes eval.
+const (
+	ExitEvalRejected    = 1
+	ExitEvalInterrupted = 3
+	ExitEvalRaised      = 4
+)
+
+type evalOptions struct {
+	config   string
+	noConfig bool
+	profile  string
+	exec     bool
+	names    map[string]any
+	provider string
+	accept   pysandboxes.Capability
+	python   string
+	memory   uint64
+	verbose  bool
+	rules    []string
+	source   string
+}
+
+var evalValueOptions = map[string]bool{
+	"config": true, "profile": true, "names": true, "os-sandbox": true, "accept-unenforced": true,
+	"python": true, "memory": true,
+}
+
+func parseEvalArgs(args []string, stdin io.Reader) (*evalOptions, error) {
+	o := &evalOptions{}
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		switch a {
+		case "-v", "--verbose":
+			o.verbose = true
+			continue
+		case "--no-config":
+			o.noConfig = true
+			continue
+		case "--exec":
+			o.exec = true
+			continue
+		}
+		if a == "-" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if !strings.HasPrefix(a, "--") {
+			return nil, fmt.Errorf("unknown option %q", a)
+		}
+		name, value, hasValue := splitOption(a)
+		if evalValueOptions[name] {
+			if !hasValue {
+				if i+1 >= len(args) {
+					return nil, fmt.Errorf("option --%s needs a value", name)
+				}
+				i++
+				value = args[i]
+			}
+			if err := o.set(name, value); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if name == "" {
+			return nil, fmt.Errorf("bad option %q", a)
+		}
+		o.rules = append(o.rules, name+"="+value)
+	}
+	switch rest := args[i:]; {
+	case len(rest) == 0:
+		return nil, errors.New("no source given (SOURCE, or - to read it from standard input)")
+	case len(rest) > 1:
+		return nil, fmt.Errorf("one source only (got %d arguments after the options: quote the source)", len(rest))
+	case rest[0] == "-":
+		b, err := io.ReadAll(io.LimitReader(stdin, pysandboxes.MaxEvalSource+1))
+		if err != nil {
+			return nil, fmt.Errorf("reading the source from standard input: %v", err)
+		}
+		o.source = string(b)
+	default:
+		o.source = rest[0]
+	}
+	if o.config != "" && o.noConfig {
+		return nil, errors.New("--config and --no-config exclude each other")
+	}
+	return o, nil
+}
+
+func (o *evalOptions) set(name, value string) error {
+	var err error
+	switch name {
+	case "config":
+		o.config = value
+	case "profile":
+		o.profile = value
+	case "names":
+		var v any
+		v, err = decodeJSONArg(value)
+		if err == nil {
+			d, ok := v.(transport.Dict)
+			if !ok {
+				err = errors.New("not a JSON object")
+				break
+			}
+			o.names, ok = d.StringMap()
+			if !ok {
+				err = errors.New("not a JSON object")
+			}
+		}
+	case "os-sandbox":
+		o.provider = value
+	case "accept-unenforced":
+		var c pysandboxes.Capability
+		c, err = pysandboxes.ParseCapabilities(value)
+		o.accept |= c
+	case "python":
+		o.python = value
+	case "memory":
+		o.memory, err = parseSize(value)
+	}
+	if err != nil {
+		return fmt.Errorf("--%s %s: %v", name, quoteArg(value), err)
+	}
+	return nil
+}
+
+func evalCmd(ctx context.Context, args []string, env *Env) int {
+	for _, a := range args {
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			break
+		}
+		if a == "-h" || a == "--help" {
+			fmt.Fprint(env.Stdout, evalUsage)
+			return ExitOK
+		}
+	}
+	stdin := env.Stdin
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
+	o, err := parseEvalArgs(args, stdin)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n\n%s", err, evalUsage)
+		return ExitUsage
+	}
+	log := logger(env.Stderr, o.verbose)
+	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log}
+	var pol *policy.Policy
+	if o.noConfig {
+		pol, err = policy.Parse(ctx, "", nil, popts)
+	} else {
+		file := o.config
+		if file == "" {
+			file, _ = policy.Discover(policy.Discovery{})
+		}
+		pol, err = policy.Load(ctx, file, popts)
+	}
+	if err != nil {
+		var me *policy.MissingError
+		if errors.As(err, &me) && o.config == "" {
+			fmt.Fprintf(env.Stderr, "pysandboxes eval: %v (name one with --config FILE, or use --no-config with rules such as --eval-syntax=arith)\n", err)
+		} else {
+			fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
+		}
+		return ExitSandbox
+	}
+	sbOpts := []pysandboxes.Option{pysandboxes.WithLogger(log), pysandboxes.AcceptUnenforced(o.accept),
+		pysandboxes.WithCallOutput(env.Stdout, env.Stderr)}
+	if o.provider != "" {
+		sbOpts = append(sbOpts, pysandboxes.WithProvider(o.provider))
+	}
+	if o.python != "" {
+		sbOpts = append(sbOpts, pysandboxes.WithPython(o.python))
+	}
+	if o.memory > 0 {
+		sbOpts = append(sbOpts, pysandboxes.WithEvalLimits(pysandboxes.EvalLimits{Memory: o.memory}))
+	}
+	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
+		return ExitSandbox
+	}
+	defer sb.Close()
+	eopts := []pysandboxes.EvalOption{pysandboxes.EvalProfile(o.profile)}
+	var value any
+	if o.exec {
+		var ns map[string]any
+		ns, err = sb.Exec(ctx, o.source, o.names, eopts...)
+		if err == nil {
+			keys := slices.Sorted(func(yield func(string) bool) {
+				for k := range ns {
+					if !yield(k) {
+						return
+					}
+				}
+			})
+			d := make(transport.Dict, len(keys))
+			for i, k := range keys {
+				d[i] = transport.Pair{Key: k, Value: ns[k]}
+			}
+			value = d
+		}
+	} else {
+		value, err = sb.Eval(ctx, o.source, o.names, eopts...)
+	}
+	if err != nil {
+		return evalFailure(env, err, o.verbose)
+	}
+	out, err := resultJSON(value)
+	if err != nil {
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: the value cannot be printed: %v\n", err)
+		return ExitSandbox
+	}
+	fmt.Fprintf(env.Stdout, "%s\n", out)
+	return ExitOK
+}
+
+// evalFailure prints the error of an evaluation and returns the exit status.
+func evalFailure(env *Env, err error, verbose bool) int {
+	var rej *evalguard.RejectedError
+	var ie *evalguard.InterruptedError
+	var re *pysandboxes.RemoteError
+	var se *evalguard.SourceError
+	switch {
+	case errors.As(err, &rej):
+		if len(rej.Violations) == 0 {
+			fmt.Fprintln(env.Stdout, rej.Error())
+		}
+		for _, v := range rej.Violations {
+			where := ""
+			if v.Line > 0 {
+				where = fmt.Sprintf("%d:%d: ", v.Line, v.Col)
+			}
+			fmt.Fprintf(env.Stdout, "%s%s\n", where, v.Message)
+			if v.Fix != "" {
+				fmt.Fprintf(env.Stdout, "    %s\n", v.Fix)
+			} else {
+				fmt.Fprintf(env.Stdout, "    (no eval- rule allows it)\n")
+			}
+			if v.Warning != "" {
+				fmt.Fprintf(env.Stdout, "    warning: %s\n", v.Warning)
+			}
+		}
+		return ExitEvalRejected
+	case errors.As(err, &ie):
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: interrupted: %s: %s\n", budgetLine(ie), ie.Message)
+		return ExitEvalInterrupted
+	case errors.As(err, &re):
+		if verbose {
+			if tb := strings.TrimRight(re.Traceback, "\n"); tb != "" {
+				fmt.Fprintln(env.Stderr, tb)
+			}
+		}
+		fmt.Fprintf(env.Stderr, "%s: %s\n", re.Class(), re.Message)
+		for _, d := range re.Denials {
+			rule := d.Rule
+			switch {
+			case d.Kind == "eval":
+				rule = "the eval guard"
+			case rule == "":
+				rule = "DENIED by implicit default policy"
+			case d.Ref != "":
+				rule = d.Ref + ": " + rule
+			}
+			fmt.Fprintf(env.Stderr, "pysandboxes eval: denied by the sandbox (%s): %s\n", rule, d)
+		}
+		var de *evalguard.DeniedError
+		if errors.As(err, &de) && de.Fix != "" {
+			fmt.Fprintf(env.Stderr, "pysandboxes eval: the rule that allows it: %s\n", de.Fix)
+		}
+		return ExitEvalRaised
+	case errors.As(err, &se):
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
+		return ExitUsage
+	}
+	fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
+	return ExitSandbox
+}
+
+// budgetLine names the budget as a rule line: eval-timeout=2s,
+// eval-max-iterations=1000, memory=536870912 bytes...
+func budgetLine(ie *evalguard.InterruptedError) string {
+	switch l := ie.Limit.(type) {
+	case nil:
+		return ie.Budget
+	case float64:
+		if ie.Budget == "eval-timeout" {
+			return fmt.Sprintf("%s=%gs", ie.Budget, l)
+		}
+		return fmt.Sprintf("%s=%g", ie.Budget, l)
+	case int64:
+		switch ie.Budget {
+		case "memory", "output":
+			return fmt.Sprintf("%s=%d bytes", ie.Budget, l)
+		case "cpu":
+			return fmt.Sprintf("%s=%ds", ie.Budget, l)
+		}
+		return fmt.Sprintf("%s=%d", ie.Budget, l)
+	}
+	return fmt.Sprintf("%s=%v", ie.Budget, ie.Limit)
+}

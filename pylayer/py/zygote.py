@@ -1,0 +1,1040 @@
+# The zygote of the eval layer (Sandbox.Eval): a sandboxed interpreter that has
+# loaded the eval guard, the modules its profiles allow and the data types of the
+# transport, and forks one fresh process per evaluation. Nothing an evaluation
+# does is visible to the next: each runs in a process of its own, which ends with
+# it.
+#
+# The zygote runs no evaluated code and arms no guard itself. Each process it
+# forks closes every descriptor but its own two pipes, arms the Python layer's
+# guard (the evaluated code is refused os.fork, files, sockets... as any
+# sandboxed program is), warms the eval guard up on a constant (the pages an
+# evaluation touches are then already its own: on this kind of machine a page
+# copied on write costs tens of microseconds), says it is ready and waits for
+# its one evaluation. The zygote keeps `pool` such processes ready, hands each
+# request to one, applies the evaluation's hard limits to it before it starts
+# (RLIMIT_CPU, RLIMIT_AS), relays its frames to the host, kills it when the
+# wall-clock timeout passes, when its output grows past the limit or when the
+# host cancels, and reaps it.
+#
+# Single mode (single=1: the host could not use forking): the process serves one
+# evaluation itself (limits, then the guard armed, then the evaluation) and
+# exits; the host enforces the timeout by killing it.
+#
+# Frames (4-byte big-endian length of kind+payload, 1-byte kind, payload):
+#   host -> zygote  32 SETUP   marshal {'modules': marshal blob {name: code or source} (or empty:
+#                              the entry is loaded already), 'entry': str, 'profiles': pickle
+#                              {name: profile} (or empty: the configuration's eval_profiles),
+#                              'preload': [str]}
+#                   33 EVAL    id u64 | timeout ms u32 | cpu s u32 | memory u64 | output u64 |
+#                              mode u8 (0 eval, 1 exec) | u16 + profile | u16 + filename |
+#                              u32 + source (UTF-8) | pickle of the names (a dict)
+#                   34 CANCEL  id u64
+#   zygote -> host  41 NEED    asks for SETUP
+#                   40 READY   JSON {pid, fork, reason, single, pool}
+#                   42 STDOUT, 43 STDERR  id | UTF-8 text (id 0: output outside any evaluation)
+#                   44 RESULT  id | protocol 5 pickle of the value (eval) or of the names bound (exec)
+#                   45 EXC     id | JSON {module, qualname, message, traceback, denials, base, kind,
+#                              budget, limit, guard}; guard: the args of a guard exception
+#                   46 ENDED   id | JSON {reason, signal, status, cpu, detail}: the process ended
+#                              without a result (a limit, a cancellation, a crash)
+#                   16 HELLO, 17 DENIAL: relayed from the forked processes
+#   child -> zygote 16, 17, 19 FATAL, 42-45 as above, and 47 SPARE (warmed up, waiting)
+
+import sys
+import posix
+
+K_HELLO = 16
+K_DENIAL = 17
+K_FATAL = 19
+K_SETUP = 32
+K_EVAL = 33
+K_CANCEL = 34
+K_ZREADY = 40
+K_NEED = 41
+K_OUT = 42
+K_ERR = 43
+K_RESULT = 44
+K_EXC = 45
+K_ENDED = 46
+K_SPARE = 47
+
+MAX_HOST_FRAME = 64 << 20
+MAX_TEXT = 64 << 10
+HEAD = 33  # the fixed part of an EVAL payload
+# Processes that die before they are ready, in a row, before the zygote gives up.
+SPARE_FAILURES = 3
+SIGKILL = 9
+SIGXCPU = 24
+
+_EXEC = exec
+_COMPILE = compile
+
+# Imported before the guard is armed (never charged to the profile): what the
+# zygote needs, and the modules of the data types the names may hold (see
+# worker.py's ARG_NAMES). Kept small: a fork copies the zygote's page tables, and
+# an evaluation's process copies each page it writes to.
+PRELOAD = ('io', '_pickle', 'traceback', 'resource', 'select', 'gc', 'time')
+
+# The sources a forked process evaluates before it says it is ready (whether the
+# profile accepts them or not, they take the paths an evaluation takes).
+WARM_UP = ('0', '(x + 1) * 2 - 3 / 4 < 5 and y')
+
+
+def _request(profile, filename, src, names, eid=0, mode=0):
+    """An EVAL payload (without limits)."""
+    pb = profile.encode('utf-8')
+    fb = filename.encode('utf-8')
+    sb = src.encode('utf-8')
+    return (eid.to_bytes(8, 'big') + bytes(24) + bytes((mode,)) + len(pb).to_bytes(2, 'big') + pb
+            + len(fb).to_bytes(2, 'big') + fb + len(sb).to_bytes(4, 'big') + sb + names)
+
+
+class _Z:
+    pass
+
+
+class _Child:
+    __slots__ = ('pid', 'req', 'rep', 'pidfd', 'buf', 'ready', 'eid', 'deadline', 'reason', 'replied',
+                 'out', 'outmax', 'cpu', 'eof', 'status', 'usage', 'fatal', 'mem', 'lim')
+
+    def __init__(self, pid, req, rep):
+        self.pid = pid
+        self.req = req
+        self.rep = rep
+        self.pidfd = -1
+        self.buf = bytearray()
+        self.ready = False
+        self.eid = 0
+        self.deadline = None
+        self.reason = None
+        self.replied = False
+        self.out = 0
+        self.outmax = 0
+        self.cpu = 0
+        self.eof = False
+        self.status = None
+        self.usage = 0.0
+        self.fatal = ''
+        self.mem = 0
+        self.lim = None  # the (cpu, memory) limits set on it
+
+
+class _MemFinder:
+    """Serves the eval guard's modules from memory (their code came over the
+    channel): nothing is read from the file system."""
+
+    def __init__(self, codes, spec):
+        self._codes = codes
+        self._spec = spec
+
+    def find_spec(self, name, path=None, target=None):
+        if name in self._codes:
+            return self._spec(name, self, is_package=False)
+        if name + '.__init__' in self._codes:
+            return self._spec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        return None
+
+    def exec_module(self, module):
+        name = module.__name__
+        code = self._codes.get(name)
+        if code is None:
+            code = self._codes[name + '.__init__']
+        _EXEC(code, module.__dict__)
+
+    def invalidate_caches(self):
+        pass
+
+
+def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
+    z = _Z()
+    opts = {}
+    for a in cfg['target']['args']:
+        k, _, v = a.partition('=')
+        opts.setdefault(k, []).append(v)
+    z.guard = opts.get('guard', ['1'])[-1] == '1'
+    z.single = cfg['target']['kind'] == 'eval'
+    z.pool = max(1, int(opts.get('pool', ['1'])[-1]))
+    z.fd = fd
+    z.cfg, z.G, z.A, z.sb, z.builtins, z.fatal = cfg, G, A, sb, builtins, fatal
+
+    # The worker's machinery: the closed-table unpickler of the host's data, the
+    # bounded result sink, the output streams.
+    W = {'__name__': 'pysandboxes._worker', '__builtins__': builtins}
+    _EXEC(modules['worker'], W)
+    try:
+        for m in PRELOAD + tuple(W['ARG_NAMES']):
+            __import__(m)
+    except BaseException as e:
+        fatal(fd, 'the eval zygote cannot import what it needs: %r' % (e,))
+    import io
+    import _pickle
+    import traceback
+    z.resource = sys.modules['resource']
+    z.select = sys.modules['select']
+    z.monotonic = sys.modules['time'].monotonic
+    z.wait4 = sys.modules['os'].wait4
+    z.pidfd_open = getattr(sys.modules['os'], 'pidfd_open', None)
+    st = W['_State']()
+    st.fd = fd
+    st.io = io
+    st.unpickler = _pickle.Unpickler
+    st.Pickler = _pickle.Pickler
+    st.format_exception = traceback.format_exception
+    st.denials = sb.sandbox_denials
+    st.trim = trim
+    st.cur = 0
+    st.lock = sys.modules['_thread'].allocate_lock()
+    st.write = posix.write
+    st.read = posix.read
+    st.max_result = int(opts.get('max-result', [str(16 << 20)])[-1])
+    table = {}
+    for mod, names in W['ARG_NAMES'].items():
+        m = sys.modules[mod]
+        for n in names:
+            table[(mod, n)] = getattr(m, n)
+    st.table = table
+    st.Unpickler = W['_make_unpickler'](st)
+    st.Sink = W['_make_sink'](st)
+    st.TooLarge = W['_TooLarge']
+    z.stream = W['_make_stream']
+    z.st = st
+
+    # The eval guard and what the profiles allow, from the host.
+    _send_frame(st, K_NEED, b'')
+    setup = _marshal_loads(_host_frame(z, K_SETUP))
+    try:
+        mods = _marshal_loads(setup['modules']) if setup['modules'] else {}
+        codes = {}
+        for name, v in mods.items():
+            if type(v) is str:
+                v = _COMPILE(v, '<pysandboxes/' + name + '>', 'exec', dont_inherit=True)
+            codes[name] = v
+        # The guard's code is the layer's own: its frames are not the user's.
+        A['EXTRA_CODES'] = tuple(A['EXTRA_CODES']) + tuple(codes.values())
+        spec = sys.modules['_frozen_importlib'].ModuleSpec
+        sys.meta_path.insert(0, _MemFinder(codes, spec))
+        entry = setup['entry']
+        __import__(entry)
+        mod = sys.modules[entry]
+        z.run = mod.run
+        z.describe = getattr(mod, 'describe', None)
+        if setup['profiles']:
+            profiles = st.Unpickler(io.BytesIO(setup['profiles'])).load()
+        else:
+            profiles = cfg.get('eval_profiles') or {}  # the policy's
+        if type(profiles) is not dict:
+            raise TypeError('the profiles are not a dict')
+        # Checked once here (the guard's Profile), not at each evaluation.
+        cp = getattr(mod, 'compile_profile', None)
+        z.profiles = {k: (cp(v) if cp is not None else v) for k, v in profiles.items()}
+    except BaseException as e:
+        fatal(fd, 'the eval zygote cannot load the eval guard: %r' % (e,))
+    for m in setup.get('preload', ()):
+        try:
+            __import__(m)
+        except BaseException:
+            pass
+    for p in z.profiles.values():
+        _warm_one(z, st, p)
+    # What each forked process runs before it says it is ready: evaluations of
+    # constant sources, through the whole path, so that the pages an evaluation
+    # writes to are copied before one arrives.
+    z.warm = []
+    names = _pickle.dumps({'x': 1, 'y': 'a'}, 5)
+    for name in list(z.profiles)[:1]:
+        for src in WARM_UP:
+            z.warm.append(_request(name, '<eval:warm-up>', src, names))
+    del setup, mods, codes, mod, G, A
+
+    sys.argv = ['pysandboxes-eval']
+    # What is printed is sent as frames tagged with st.cur on st.fd: the host's
+    # channel in the zygote, the pipe to the zygote in a forked process.
+    sys.stdout = z.stream(st, io, K_OUT, '<stdout>')
+    sys.stderr = z.stream(st, io, K_ERR, '<stderr>')
+    st.ours = frozenset(_codes(main) + W['_codes'](W['main']))
+    del W
+    try:
+        z.resource.setrlimit(z.resource.RLIMIT_CORE, (0, 0))  # no core file from a killed evaluation
+    except (OSError, ValueError):
+        pass
+    if z.single:
+        _single(z, st)
+        return
+    if z.guard:
+        # Armed once, here: each forked process inherits the hook. The zygote's
+        # own calls (fork, prlimit, kill) pass because its pid is the one the
+        # guard recorded (S[14]); in every forked process they are judged.
+        try:
+            _arm(z, st, z.fd)
+        except BaseException as e:
+            z.fatal(z.fd, 'arming the guard failed: %r' % (e,))
+        for p in z.profiles.values():
+            _warm_one(z, st, p)
+    gc = sys.modules['gc']
+    gc.collect()
+    gc.freeze()  # the collector of a forked process leaves the zygote's objects alone
+    _zygote(z, st)
+
+
+def _send_frame(st, kind, payload):
+    buf = (len(payload) + 1).to_bytes(4, 'big') + bytes((kind,)) + payload
+    with st.lock:
+        mv = memoryview(buf)
+        while mv:
+            try:
+                k = st.write(st.fd, mv)
+            except InterruptedError:
+                continue
+            except OSError:
+                posix._exit(0)  # the other end is gone
+            mv = mv[k:]
+
+
+def _codes(fn):
+    out = []
+    for v in list(fn.__globals__.values()):
+        c = getattr(v, '__code__', None)
+        if c is None and type(v) is type:
+            for a in v.__dict__.values():
+                c2 = getattr(a, '__code__', None)
+                if c2 is not None:
+                    out.append(c2)
+            continue
+        if c is not None:
+            out.append(c)
+    stack = list(out)
+    while stack:
+        c = stack.pop()
+        for x in c.co_consts:
+            if type(x) is type(c):
+                out.append(x)
+                stack.append(x)
+    return out
+
+
+def _marshal_loads(b):
+    return sys.modules['marshal'].loads(b)
+
+
+def _readn(fd, n):
+    parts = []
+    while n > 0:
+        try:
+            b = posix.read(fd, min(n, 1 << 20))
+        except InterruptedError:
+            continue
+        if not b:
+            return None
+        parts.append(b)
+        n -= len(b)
+    return b''.join(parts)
+
+
+def _read_frame(fd):
+    """(kind, payload) of the next frame on fd, None at the end."""
+    h = _readn(fd, 5)
+    if h is None:
+        return None
+    n = int.from_bytes(h[:4], 'big')
+    if n < 1 or n > MAX_HOST_FRAME:
+        raise SystemExit(3)
+    p = _readn(fd, n - 1) if n > 1 else b''
+    if p is None:
+        return None
+    return h[4], p
+
+
+def _host_frame(z, kind):
+    f = _read_frame(z.fd)
+    if f is None:
+        raise SystemExit(0)
+    if f[0] != kind:
+        raise SystemExit(3)
+    return f[1]
+
+
+def _json(o):
+    """JSON text of plain data (str, int, float, bool, None, list, tuple, dict)."""
+    out = []
+    stack = [o]
+    table = _JSON_TABLE
+    while stack:
+        o = stack.pop()
+        t = type(o)
+        if t is _Raw:
+            out.append(o.s)
+        elif t is str:
+            out.append('"' + o.translate(table) + '"')
+        elif o is None:
+            out.append('null')
+        elif t is bool:
+            out.append('true' if o else 'false')
+        elif t is int:
+            out.append(repr(o))
+        elif t is float:
+            out.append(repr(o) if o == o and o not in (float('inf'), float('-inf')) else 'null')
+        elif t is list or t is tuple:
+            out.append('[')
+            stack.append(_Raw(']'))
+            items = []
+            for i, x in enumerate(o):
+                if i:
+                    items.append(_Raw(','))
+                items.append(x)
+            stack.extend(reversed(items))
+        elif t is dict:
+            out.append('{')
+            stack.append(_Raw('}'))
+            items = []
+            for i, (k, v) in enumerate(o.items()):
+                if i:
+                    items.append(_Raw(','))
+                items.append(str(k))
+                items.append(_Raw(':'))
+                items.append(v)
+            stack.extend(reversed(items))
+        else:
+            out.append('"' + repr(o).translate(table) + '"')
+    return ''.join(out)
+
+
+class _Raw:
+    __slots__ = ('s',)
+
+    def __init__(self, s):
+        self.s = s
+
+
+_JSON_TABLE = {i: '\\u%04x' % i for i in range(32)}
+_JSON_TABLE[ord('"')] = '\\"'
+_JSON_TABLE[ord('\\')] = '\\\\'
+
+
+def _send_json(z, st, kind, eid, d):
+    payload = _json(d).encode('utf-8', 'backslashreplace')
+    if eid is not None:
+        payload = eid.to_bytes(8, 'big') + payload
+    _send_frame(st, kind, payload)
+
+
+# ---------------------------------------------------------------- the zygote
+
+def _zygote(z, st):
+    select = z.select
+    poll = select.poll()
+    z.IN = select.POLLIN | select.POLLHUP | select.POLLERR
+    poll.register(z.fd, z.IN)
+    z.poll = poll
+    z.fds = {}        # pipe or pidfd -> child
+    z.children = []   # every child not reaped
+    z.running = {}    # evaluation id -> child
+    z.queue = []      # EVAL payloads waiting for a ready child
+    z.failures = 0
+    z.zombies = []    # children whose end is polled (no pidfd)
+    z.lim = None      # the limits of the last evaluation
+    err = _spawn(z, st)
+    if err is not None:
+        # Forking does not work here: the host serves evaluations with fresh
+        # processes instead.
+        _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': False, 'reason': err,
+                                           'single': False, 'pool': z.pool})
+        while _read_frame(z.fd) is not None:
+            pass
+        raise SystemExit(0)
+    _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': True, 'reason': '', 'single': False,
+                                       'pool': z.pool})
+    _refill(z, st)
+    while True:
+        timeout = -1
+        now = z.monotonic()
+        for c in z.running.values():
+            if c.deadline is not None and c.reason is None:
+                ms = int((c.deadline - now) * 1000) + 1
+                timeout = ms if timeout < 0 else min(timeout, ms)
+        if z.zombies:
+            timeout = 5 if timeout < 0 else min(timeout, 5)
+        try:
+            events = poll.poll(max(timeout, 0) if timeout >= 0 else None)
+        except InterruptedError:
+            events = ()
+        for fd, ev in events:
+            if fd == z.fd:
+                f = _read_frame(z.fd)
+                if f is None:
+                    _shutdown(z)
+                    raise SystemExit(0)
+                _host(z, st, f[0], f[1])
+                continue
+            c = z.fds.get(fd)
+            if c is None:
+                continue
+            if fd == c.pidfd:
+                _reap(z, st, c, True)
+            else:
+                _readable(z, st, c)
+        now = z.monotonic()
+        for c in list(z.running.values()):
+            if c.deadline is not None and c.reason is None and now >= c.deadline:
+                _kill(c, 'timeout')
+        for c in list(z.zombies):
+            _reap(z, st, c, False)
+        _refill(z, st)
+        _dispatch(z, st)
+
+
+def _spares(z):
+    return sum(1 for c in z.children if c.eid == 0 and c.status is None and not c.eof and c.reason is None)
+
+
+def _refill(z, st):
+    """Fork processes until pool are ready or warming. While evaluations run,
+    only when one waits for a process: a fork copies the zygote's page tables,
+    milliseconds the replies in flight would wait for."""
+    if z.running and not (z.queue and _spares(z) == 0):
+        return
+    while _spares(z) < z.pool:
+        err = _spawn(z, st)
+        if err is not None:
+            z.failures += 1
+            if z.failures >= SPARE_FAILURES:
+                _give_up(z, st, err)
+            return
+
+
+def _give_up(z, st, why):
+    _send_frame(st, K_FATAL, ('the eval zygote cannot keep processes ready: %s' % why).encode('utf-8', 'replace'))
+    _shutdown(z)
+    raise SystemExit(120)
+
+
+def _spawn(z, st):
+    """Fork one process that arms the guard, warms up and waits for its
+    evaluation. Returns None, or why forking failed."""
+    try:
+        req_r, req_w = posix.pipe()
+    except OSError as e:
+        return 'pipe(): %s' % (e,)
+    try:
+        rep_r, rep_w = posix.pipe()
+    except OSError as e:
+        posix.close(req_r)
+        posix.close(req_w)
+        return 'pipe(): %s' % (e,)
+    try:
+        pid = posix.fork()
+    except OSError as e:
+        for x in (req_r, req_w, rep_r, rep_w):
+            posix.close(x)
+        return 'os.fork(): %s' % (e,)
+    if pid == 0:
+        _child(z, st, req_r, rep_w)
+    posix.close(req_r)
+    posix.close(rep_w)
+    posix.set_blocking(rep_r, False)
+    c = _Child(pid, req_w, rep_r)
+    if z.lim is not None:
+        # The limits of the last evaluation, most likely those of the next: set
+        # now, they cost nothing when it arrives.
+        _limit(z, c, z.lim)
+    z.children.append(c)
+    z.fds[rep_r] = c
+    z.poll.register(rep_r, z.IN)
+    if z.pidfd_open is not None:
+        try:
+            c.pidfd = z.pidfd_open(pid)
+        except OSError:
+            z.pidfd_open = None
+    if c.pidfd >= 0:
+        z.fds[c.pidfd] = c
+        z.poll.register(c.pidfd, z.IN)
+    return None
+
+
+def _host(z, st, kind, p):
+    if kind == K_EVAL:
+        if len(p) < HEAD:
+            raise SystemExit(3)
+        z.queue.append(p)
+        _dispatch(z, st)
+    elif kind == K_CANCEL:
+        eid = int.from_bytes(p[:8], 'big')
+        c = z.running.get(eid)
+        if c is not None:
+            _kill(c, 'cancel')
+            return
+        for i, q in enumerate(z.queue):
+            if int.from_bytes(q[:8], 'big') == eid:
+                del z.queue[i]
+                _send_json(z, st, K_ENDED, eid, {'reason': 'cancel', 'signal': 0, 'status': 0, 'cpu': 0.0,
+                                                 'detail': 'cancelled before it started'})
+                break
+    else:
+        raise SystemExit(3)
+
+
+def _dispatch(z, st):
+    while z.queue:
+        c = None
+        for x in z.children:
+            if x.ready and x.eid == 0 and x.status is None and not x.eof:
+                c = x
+                break
+        if c is None:
+            return
+        p = z.queue[0]
+        cpu = int.from_bytes(p[12:16], 'big')
+        mem = int.from_bytes(p[16:24], 'big')
+        z.lim = (cpu, mem)  # for the processes forked from now on
+        if c.lim is not None and not _fits(c.lim, (cpu, mem)):
+            # Its limits were set for other evaluations, and cannot be raised.
+            _kill(c, 'retired')
+            c.ready = False
+            _refill(z, st)
+            continue
+        z.queue.pop(0)
+        eid = int.from_bytes(p[0:8], 'big')
+        timeout = int.from_bytes(p[8:12], 'big')
+        c.eid = eid
+        c.outmax = int.from_bytes(p[24:32], 'big')
+        c.cpu = cpu
+        c.mem = mem
+        z.running[eid] = c
+        try:
+            if c.lim != z.lim:
+                _limit(z, c, z.lim)
+            buf = len(p).to_bytes(4, 'big') + p
+            mv = memoryview(buf)
+            while mv:
+                try:
+                    k = posix.write(c.req, mv)
+                except InterruptedError:
+                    continue
+                mv = mv[k:]
+        except OSError as e:
+            c.fatal = 'the evaluation could not be handed to its process: %s' % (e,)
+            _kill(c, 'failed')
+        if timeout:
+            c.deadline = z.monotonic() + timeout / 1000.0
+        posix.close(c.req)
+        c.req = -1
+
+
+def _fits(have, want):
+    """Whether limits want can be set on a process whose limits are have (a
+    limit can be lowered, never raised; 0 is none)."""
+    for h, w in zip(have, want):
+        if h and (not w or w > h):
+            return False
+    return True
+
+
+def _limit(z, c, lim):
+    """Set the hard limits (cpu seconds, address space bytes; 0: none) of c."""
+    R = z.resource
+    cpu, mem = lim
+    inf = R.RLIM_INFINITY
+    R.prlimit(c.pid, R.RLIMIT_CPU, (cpu, cpu + 1) if cpu else (inf, inf))
+    R.prlimit(c.pid, R.RLIMIT_AS, (mem, mem) if mem else (inf, inf))
+    c.lim = lim
+
+
+def _kill(c, reason):
+    if c.reason is None:
+        c.reason = reason
+    if c.status is None:
+        try:
+            posix.kill(c.pid, SIGKILL)
+        except OSError:
+            pass
+
+
+def _readable(z, st, c, drain=False):
+    """Read what c wrote. drain: c has ended, read to the end of its pipe."""
+    while not c.eof:
+        try:
+            data = posix.read(c.rep, 1 << 20)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            if not drain:
+                return
+            data = b''  # a process of its own still holds the pipe: what it writes is not read
+        except OSError:
+            data = b''
+        if not data:
+            _eof(z, st, c)
+            return
+        _frames(z, st, c, data)
+        if not drain:
+            return
+
+
+def _eof(z, st, c):
+    if c.eof:
+        return
+    c.eof = True
+    z.poll.unregister(c.rep)
+    del z.fds[c.rep]
+    posix.close(c.rep)
+    c.rep = -1
+    if c.status is not None:
+        _finish(z, st, c)
+    elif c.pidfd < 0:
+        z.zombies.append(c)
+
+
+def _frames(z, st, c, data):
+    c.buf += data
+    limit = st.max_result + (1 << 20)
+    buf = c.buf
+    i = 0
+    while len(buf) - i >= 5:
+        n = int.from_bytes(buf[i:i + 4], 'big')
+        if n < 1 or n > limit:
+            c.fatal = 'the evaluation process sent a frame of %d bytes' % n
+            _kill(c, 'protocol')
+            c.buf = bytearray()
+            return
+        if len(buf) - i < 4 + n:
+            break
+        kind = buf[i + 4]
+        payload = bytes(buf[i + 5:i + 4 + n])
+        i += 4 + n
+        _frame(z, st, c, kind, payload)
+        if c.reason == 'protocol':
+            c.buf = bytearray()
+            return
+    if i:
+        del buf[:i]
+
+
+def _frame(z, st, c, kind, p):
+    if c.reason is not None:
+        return  # killed: what it still says is dropped
+    if kind == K_HELLO or kind == K_DENIAL:
+        _send_frame(st, kind, p)
+        return
+    if c.eid == 0:
+        if kind == K_SPARE and not c.ready:
+            c.ready = True
+            z.failures = 0
+            _dispatch(z, st)
+        elif kind == K_FATAL:
+            c.fatal = p.decode('utf-8', 'replace')[:4096]
+        else:
+            c.fatal = 'frame of kind %d before its evaluation' % kind
+            _kill(c, 'protocol')
+        return
+    if kind == K_FATAL:
+        c.fatal = p.decode('utf-8', 'replace')[:4096]
+        return
+    if kind not in (K_OUT, K_ERR, K_RESULT, K_EXC) or len(p) < 8 or int.from_bytes(p[:8], 'big') != c.eid \
+            or c.replied:
+        c.fatal = 'unexpected frame of kind %d' % kind
+        _kill(c, 'protocol')
+        return
+    if kind == K_OUT or kind == K_ERR:
+        c.out += len(p) - 8
+        if c.outmax and c.out > c.outmax:
+            _kill(c, 'output')
+            return
+    else:
+        c.replied = True
+        z.running.pop(c.eid, None)
+    _send_frame(st, kind, p)
+
+
+def _reap(z, st, c, ready):
+    if c.status is not None:
+        return
+    try:
+        pid, status, ru = z.wait4(c.pid, 0 if ready else 1)  # 1: WNOHANG
+    except ChildProcessError:
+        pid, status, ru = c.pid, 0, None
+    if pid == 0:
+        return
+    c.status = status
+    if ru is not None:
+        c.usage = ru.ru_utime + ru.ru_stime
+    if c.pidfd >= 0:
+        z.poll.unregister(c.pidfd)
+        del z.fds[c.pidfd]
+        posix.close(c.pidfd)
+        c.pidfd = -1
+    if c in z.zombies:
+        z.zombies.remove(c)
+    if not c.eof:
+        _readable(z, st, c, True)  # what it wrote before it ended
+    else:
+        _finish(z, st, c)
+
+
+def _finish(z, st, c):
+    if c in z.children:
+        z.children.remove(c)
+    if c.req >= 0:
+        posix.close(c.req)
+        c.req = -1
+    status = c.status or 0
+    sig = status & 0x7f
+    code = (status >> 8) & 0xff if sig == 0 else 0
+    if c.eid == 0:
+        if c.reason is None:
+            z.failures += 1
+            if z.failures >= SPARE_FAILURES:
+                why = c.fatal or ('it ended with status %d' % code if sig == 0 else 'signal %d' % sig)
+                _give_up(z, st, why)
+        return
+    z.running.pop(c.eid, None)
+    if c.replied and c.reason is None:
+        return
+    reason = c.reason
+    if reason is None:
+        if sig == SIGXCPU or (sig == SIGKILL and c.cpu and c.usage >= c.cpu):
+            reason = 'cpu'
+        else:
+            reason = 'died'
+    _send_json(z, st, K_ENDED, c.eid, {'reason': reason, 'signal': sig, 'status': code, 'cpu': c.usage,
+                                       'detail': c.fatal})
+
+
+def _shutdown(z):
+    for c in list(z.children):
+        _kill(c, 'shutdown')
+    for c in list(z.children):
+        try:
+            z.wait4(c.pid, 0)
+        except ChildProcessError:
+            pass
+
+
+# ---------------------------------------------------------------- one evaluation
+
+def _close_others(keep, known):
+    """Close every descriptor from 3 up but keep: those the zygote knows of
+    (known), and any other below them (descriptors are allocated lowest first)."""
+    hi = max(tuple(known) + tuple(keep) + (2,)) + 64
+    lo = 3
+    for k in sorted(keep):
+        if k >= lo:
+            posix.closerange(lo, k)
+            lo = k + 1
+    posix.closerange(lo, hi)
+
+
+def _arm(z, st, fd):
+    S = z.A['arm'](z.G, z.cfg, fd, z.sb, z.builtins)
+    st.ours = S[11]
+    S[12](K_HELLO, '{"pid":%d}' % posix.getpid())
+
+
+def _warm_one(z, st, profile):
+    try:
+        r = z.run('0', {}, profile, 'eval', '<eval:warm-up>')
+        st.Pickler(st.Sink(), 5).dump(r)
+        st.Unpickler(st.io.BytesIO(b'\x80\x05}\x94.')).load()
+    except BaseException:
+        pass
+
+
+def _child(z, st, req, rep):
+    code = 0
+    try:
+        # The pipe to the zygote takes the channel's descriptor number: what the
+        # guard sends (its refusals) goes there too.
+        posix.dup2(rep, z.fd)
+        posix.close(rep)
+        known = [req, rep] + list(z.fds)
+        for c in z.children:
+            known.append(c.req)
+        _close_others((z.fd, req), known)
+        z.poll = None
+        for p in z.warm:
+            try:
+                _outcome(z, st, p)
+            except BaseException:
+                pass
+        _send_frame(st, K_SPARE, b'')
+        f = _readn(req, 4)
+        if f is None:
+            posix._exit(0)  # the zygote let it go
+        n = int.from_bytes(f, 'big')
+        payload = _readn(req, n) if n <= MAX_HOST_FRAME else None
+        if payload is None or len(payload) < HEAD:
+            posix._exit(3)
+        posix.close(req)
+        _evaluate(z, st, payload)
+    except BaseException as e:
+        try:
+            _send_frame(st, K_FATAL, ('the evaluation process failed: %r' % (e,)).encode('utf-8', 'replace'))
+        except BaseException:
+            pass
+        code = 1
+    finally:
+        posix._exit(code)
+
+
+def _single(z, st):
+    _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': False, 'reason': '', 'single': True,
+                                       'pool': 1})
+    f = _read_frame(z.fd)
+    if f is None:
+        raise SystemExit(0)
+    if f[0] != K_EVAL or len(f[1]) < HEAD:
+        raise SystemExit(3)
+    p = f[1]
+    cpu = int.from_bytes(p[12:16], 'big')
+    mem = int.from_bytes(p[16:24], 'big')
+    R = z.resource
+    try:
+        if cpu:
+            R.setrlimit(R.RLIMIT_CPU, (cpu, cpu + 1))
+        if mem:
+            R.setrlimit(R.RLIMIT_AS, (mem, mem))
+    except (OSError, ValueError) as e:
+        z.fatal(z.fd, 'the limits of the evaluation cannot be set: %s' % (e,))
+    if z.guard:
+        try:
+            _arm(z, st, z.fd)
+        except BaseException as e:
+            z.fatal(z.fd, 'arming the guard failed: %r' % (e,))
+    _evaluate(z, st, p)
+    posix._exit(0)
+
+
+def _evaluate(z, st, p):
+    _send_frame(st, *_outcome(z, st, p))
+
+
+def _outcome(z, st, p):
+    """(kind, payload) of the frame that ends the evaluation p."""
+    eid = int.from_bytes(p[0:8], 'big')
+    mem = int.from_bytes(p[16:24], 'big')
+    mode = 'exec' if p[32] == 1 else 'eval'
+    i = HEAD
+    n = int.from_bytes(p[i:i + 2], 'big')
+    profile = p[i + 2:i + 2 + n].decode('utf-8', 'replace')
+    i += 2 + n
+    n = int.from_bytes(p[i:i + 2], 'big')
+    filename = p[i + 2:i + 2 + n].decode('utf-8', 'replace')
+    i += 2 + n
+    n = int.from_bytes(p[i:i + 4], 'big')
+    src_b = p[i + 4:i + 4 + n]
+    names_b = p[i + 4 + n:]
+    del p
+    st.cur = eid
+    try:
+        try:
+            prof = z.profiles[profile]
+        except KeyError:
+            raise ValueError('unknown eval profile %r' % (profile,)) from None
+        src = src_b.decode('utf-8')
+        del src_b
+        if names_b:
+            try:
+                names = st.Unpickler(st.io.BytesIO(names_b)).load()
+            except Exception as e:
+                raise TypeError('the names cannot be loaded in the sandbox: %s' % (e,)) from None
+        else:
+            names = {}
+        del names_b
+        r = z.run(src, names, prof, mode, filename)
+        del names
+    except BaseException as e:
+        return _exc(z, st, eid, e, mem=mem)
+    if mode == 'exec':
+        r = _data_names(st, r)
+    sink = st.Sink()
+    try:
+        st.Pickler(sink, 5).dump(r)
+    except st.TooLarge as e:
+        return _exc(z, st, eid, None, 'result-too-large',
+                    'the result is larger than the limit of the transport (more than %d bytes, limit %d)'
+                    % (e.args[0], st.max_result))
+    except BaseException as e:
+        return _exc(z, st, eid, e, 'unpicklable', prefix='the result cannot be sent to the host: ', mem=mem)
+    finally:
+        del r
+    sink.parts.insert(0, eid.to_bytes(8, 'big'))
+    return K_RESULT, b''.join(sink.parts)
+
+
+def _data_names(st, ns):
+    """The names exec bound whose values can travel (a function or a class the
+    code defined cannot: it is left out)."""
+    if type(ns) is not dict:
+        return ns
+    out = {}
+    for k, v in ns.items():
+        if type(k) is not str or k.startswith('__'):
+            continue
+        try:
+            st.Pickler(st.Sink(), 5).dump(v)
+        except st.TooLarge:
+            out[k] = v  # reported as too large with the whole result
+        except BaseException:
+            continue
+        out[k] = v
+    return out
+
+
+def _cut(s, n, tail=False):
+    if len(s) <= n:
+        return s
+    if tail:
+        return '...\n' + s[-n:]
+    return s[:n] + '...'
+
+
+def _exc(z, st, eid, e, kind='', message=None, prefix='', mem=0):
+    """The EXC frame of exception e (or of message, when e is None)."""
+    d = {'module': 'pysandboxes', 'qualname': 'SandBoxProtocolError', 'message': message or '', 'traceback': '',
+         'denials': [], 'base': False, 'kind': kind, 'budget': '', 'limit': 0, 'guard': None}
+    if e is not None:
+        t = type(e)
+        try:
+            msg = str(e)
+        except BaseException:
+            msg = '<exception str() failed>'
+        tb = ''
+        try:
+            seen = set()
+            x = e
+            while x is not None and id(x) not in seen:
+                seen.add(id(x))
+                x.__traceback__ = st.trim(x.__traceback__, st.ours)
+                x = x.__cause__ or x.__context__
+            tb = ''.join(st.format_exception(t, e, e.__traceback__))
+        except BaseException:
+            pass
+        try:
+            denials = [s for s in st.denials(e) if type(s) is str and s.startswith('Rule')]
+        except BaseException:
+            denials = []
+        d['module'] = str(getattr(t, '__module__', '') or '')
+        d['qualname'] = str(getattr(t, '__qualname__', t.__name__))
+        d['message'] = _cut(prefix + msg, MAX_TEXT)
+        d['traceback'] = _cut(tb, MAX_TEXT, True)
+        d['denials'] = [_cut(s, 4096) for s in denials[:100]]
+        d['base'] = not isinstance(e, Exception)
+        if isinstance(e, MemoryError) and mem:
+            d['budget'] = 'memory'
+            d['limit'] = mem
+        if not kind and z.describe is not None:
+            try:
+                g = z.describe(e)
+            except BaseException:
+                g = None
+            if g is not None:
+                d['module'], d['qualname'], d['message'] = str(g[0]), str(g[1]), _cut(str(g[2]), MAX_TEXT)
+                d['guard'] = list(g[3])
+        e.__traceback__ = None
+    try:
+        payload = _json(d)
+    except BaseException:
+        d['guard'] = None
+        payload = _json(d)
+    return K_EXC, eid.to_bytes(8, 'big') + payload.encode('utf-8', 'backslashreplace')
