@@ -57,7 +57,8 @@ type compiled struct {
 	exposes  []policy.Expose // without those under /proc
 	ignores  []policy.Ignore
 	net      *netPlan
-	seccomp  json.RawMessage // nil without seccomp
+	seccomp  json.RawMessage  // nil without seccomp
+	bind     *supervise.Stage // Landlock TCP bind rights (nil: not restricted)
 
 	resolver *needs.Resolver
 	warnings []string
@@ -192,16 +193,23 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 	}
 
 	// Network.
-	np, nerrs := planNetwork(ctx, pol.Network())
+	np, nerrs := planNetwork(ctx, pol.Network(), h.netErr)
 	errs = append(errs, nerrs...)
 	c.net = np
+	c.warnings = append(c.warnings, np.warnings...)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 
 	// seccomp: namespaces already hide the host's Unix sockets (a private network
 	// namespace scopes abstract sockets, the root holds no host socket that the
-	// policy does not expose); it refuses what namespaces cannot.
+	// policy does not expose); it refuses what namespaces cannot, and UDP sockets
+	// when no traffic leaves (the network filter decides where datagrams go).
+	bind, err := bindStage(pol.Network(), h.landlockABI)
+	if err != nil {
+		return nil, err
+	}
+	c.bind = bind
 	if h.seccompErr == nil {
 		prog, err := seccomp.Build(seccomp.Options{AllowUDP: np.allowUDP, DenyMPTCP: true, AllowUnixSockets: true})
 		if err != nil {

@@ -91,10 +91,33 @@
 //
 // The sandbox has a network namespace of its own whose only interface is the
 // loopback one: the host's listeners (on 127.0.0.1 too) and abstract Unix sockets
-// are out of reach, no route leads out, and what the program listens on only the
-// sandbox can reach. net= DENY rules need nothing more. A net= ALLOW rule needs a
-// filter that lets only the allowed traffic out; until the network filter engine
-// is available here, such a rule is refused (fail closed), naming it.
+// are out of reach, no route leads out. net= DENY rules need nothing more.
+//
+// With net= ALLOW rules, the network filter of package internal/netfilter is set
+// up in that namespace before the program starts (the supervisor reports the
+// namespaces ready and waits; Launch.Start runs netfilter's Setup, then lets the
+// program go; the session ends at Cleanup, after the whole tree is gone): an
+// nftables table built from the rules (proto, address or network, ports,
+// direction; DENY before ALLOW; everything else refused), slirp4netns as the only
+// way out, DNS only to the sandbox's resolver, the host's 127.0.0.1 only on the
+// ports a rule allows, IN rules on 127.0.0.1 forwarded from the host's loopback.
+// The filter's /etc/hosts (the pinned names, with exactly their checked
+// addresses) and /etc/resolv.conf replace the host's in the sandbox's root. As
+// root the filter is set up from the host process; without privileges through
+// netfilter's helper in the sandbox's user namespace. A rule the filter cannot
+// serve (an IPv6-only destination, a loopback address other than 127.0.0.1) is
+// refused by New, naming it; where the filter cannot work (no slirp4netns, no
+// /dev/net/tun, no nftables), every ALLOW rule is.
+//
+// The seccomp filter refuses UDP sockets unless a rule allows UDP (as the landlock
+// provider: a policy without a UDP rule means no UDP at all); the resolver is then
+// asked over TCP (resolv.conf "options use-vc"). TCP binds are refused on every
+// port no IN rule allows (a Landlock ruleset that handles only the TCP bind right,
+// from Landlock ABI 4): nftables sees packets, not sockets, so without it a
+// program could listen on its own network (which nothing outside reaches unless
+// forwarded). Traffic on the sandbox's own loopback is not filtered: a datagram
+// to a port of 127.0.0.1 that no rule sends to the host is delivered to the
+// sandbox itself (to nobody).
 //
 // # What it enforces
 //
@@ -104,9 +127,10 @@
 //	files-write        yes (read-only binds and root)
 //	hide (ignore=)     yes (masks)
 //	unix-sockets       yes (private network namespace, no host socket unless exposed)
-//	tcp-ports          yes: nothing leaves the private network; ALLOW rules are refused
-//	net-hosts          no (needs the network filter)
-//	udp (by port)      no (needs the network filter)
+//	tcp-ports          yes (private network; the network filter for ALLOW rules;
+//	                   binds by Landlock from ABI 4)
+//	net-hosts          with the network filter (else ALLOW rules are refused)
+//	udp (by port)      with the network filter
 //	udp-deny           yes (private network, and seccomp)
 //	raw-sockets        yes (no capability, and seccomp)
 //	signals, ptrace    yes (pid namespace)

@@ -72,6 +72,38 @@ func TestNoLeaksAfter100Runs(t *testing.T) {
 	}
 }
 
+// TestNoLeaksWithFilter: with the network filter, no egress stack (slirp4netns),
+// descriptor, process or mount is left after 20 runs.
+func TestNoLeaksWithFilter(t *testing.T) {
+	requireFilter(t)
+	port := listener(t, "127.0.0.1:0", "hello")
+	sb := sandbox(t, []string{"net=ALLOW|tcp|127.0.0.1|" + itoa(port) + "|OUT"})
+	ctx := context.Background()
+	py := python(t)
+	code := "import socket, sys; print(socket.create_connection(('127.0.0.1', int(sys.argv[1])), 5).recv(5))"
+	if out, err := sb.Command(ctx, py, "-I", "-c", code, itoa(port)).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	fds, mounts, stacks := countFDs(t), mountCount(t), len(slirpProcesses())
+	for i := 0; i < 20; i++ {
+		if out, err := sb.Command(ctx, py, "-I", "-c", code, itoa(port)).CombinedOutput(); err != nil || !strings.Contains(string(out), "hello") {
+			t.Fatalf("run %d: %v: %s", i, err, out)
+		}
+	}
+	if after := countFDs(t); after != fds {
+		t.Errorf("descriptors: %d before, %d after", fds, after)
+	}
+	if after := mountCount(t); after != mounts {
+		t.Errorf("mounts of the host: %d before, %d after", mounts, after)
+	}
+	if after := len(slirpProcesses()); after != stacks {
+		t.Errorf("egress stacks: %d before, %d after", stacks, after)
+	}
+	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {
+		t.Errorf("children left: %v", kids)
+	}
+}
+
 func countFDs(t *testing.T) int {
 	t.Helper()
 	n, err := proctest.OpenFDs()
@@ -110,6 +142,20 @@ func BenchmarkUnsharePython(b *testing.B) {
 	py := python(b)
 	for b.Loop() {
 		if err := sb.Command(ctx, py, "-I", "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUnshareFilteredTrue runs /bin/true in an unshare sandbox whose policy
+// lets traffic out: the network filter (nftables, slirp4netns) is set up at every
+// start.
+func BenchmarkUnshareFilteredTrue(b *testing.B) {
+	requireFilter(b)
+	sb := sandbox(b, []string{"net=ALLOW|tcp|127.0.0.1|80|OUT"})
+	ctx := context.Background()
+	for b.Loop() {
+		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
 			b.Fatal(err)
 		}
 	}

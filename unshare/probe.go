@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
@@ -16,6 +17,8 @@ import (
 type hostState struct {
 	err          error // why the provider cannot run here (nil: it can)
 	seccompErr   error // nil when seccomp filters can be built
+	netErr       error // nil when the network filter works here
+	landlockABI  int   // the kernel's Landlock ABI (TCP bind from 4)
 	unprivileged bool  // an unprivileged user could run it here too
 }
 
@@ -63,6 +66,7 @@ func userNamespaceLimits() string {
 func probeHost(ctx context.Context) hostState {
 	var h hostState
 	h.seccompErr = seccomp.Available()
+	h.netErr = errNoFilter
 	for _, ns := range namespaceFiles {
 		if _, err := os.Lstat("/proc/self/ns/" + ns.file); err != nil {
 			h.err = fmt.Errorf("this kernel has no %s namespaces (/proc/self/ns/%s: %v): it needs %s", ns.file, ns.file, err, ns.config)
@@ -83,6 +87,8 @@ func probeHost(ctx context.Context) hostState {
 		return h
 	}
 	h.unprivileged = os.Geteuid() != 0 || limits == ""
+	h.netErr = netfilter.Available(ctx)
+	h.landlockABI = landlockABI()
 	return h
 }
 

@@ -63,6 +63,10 @@ func capabilities(h hostState) pysandboxes.Capability {
 	if h.unprivileged {
 		c |= pysandboxes.CapUnprivileged
 	}
+	if h.netErr == nil {
+		// The network filter: TCP and UDP by host, address, network and port.
+		c |= pysandboxes.CapNetHosts | pysandboxes.CapUDP
+	}
 	return c
 }
 
@@ -128,12 +132,16 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 		dir = real
 	}
 	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: dir})
-	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Root: ops}
+	ready := c.net.ready()
+	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Wait: ready != nil, Root: ops}
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}, {Kind: supervise.StageDropCapabilities}}
+	if c.bind != nil {
+		stages = append(stages, *c.bind)
+	}
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
 	}
-	return pysandboxes.SupervisedNamespaces(req, stages, ns, nil)
+	return pysandboxes.SupervisedNamespaces(req, stages, ns, ready)
 }
 
 // Details describes what the provider does on this host, one line each, for
@@ -162,7 +170,13 @@ func (p *Provider) Details() []string {
 		out = append(out, "seccomp: refuses raw and packet sockets, MPTCP sockets, UDP sockets (unless a net= rule allows UDP), "+
 			"ptrace, mount, namespaces, bpf, keyctl, io_uring and similar")
 	}
-	out = append(out, "network: loopback only; net= rules that let traffic out are refused (no network filter here)")
+	if h.netErr != nil {
+		out = append(out, "network: loopback only; net= rules that let traffic out are refused: the network filter cannot work here ("+h.netErr.Error()+")")
+	} else {
+		out = append(out, "network: loopback only without a net= ALLOW rule; with one, the network filter (nftables in the sandbox's "+
+			"network namespace, slirp4netns as the only way out, DNS only to the sandbox's resolver, pinned /etc/hosts) is set up "+
+			"before the program starts")
+	}
 	if !h.unprivileged {
 		out = append(out, "unprivileged users cannot make user namespaces here ("+userNamespaceLimits()+")")
 	}

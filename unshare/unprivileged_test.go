@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,10 +40,12 @@ func TestUnprivileged(t *testing.T) {
 		os.Chown(rw, nobody, nobody)
 		uid = nobody
 	}
+	port := listener(t, "127.0.0.1:0", "hello")
+	t.Setenv("PYSB_UNSHARE_PORT", strconv.Itoa(port))
 	var out string
 	if os.Geteuid() == 0 {
 		cmd := exec.Command("/proc/self/exe", "-test.run=^TestUnprivilegedHalf$", "-test.v", "-test.count=1")
-		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PYSB_UNSHARE_UNPRIVILEGED=" + dir}
+		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PYSB_UNSHARE_UNPRIVILEGED=" + dir, "PYSB_UNSHARE_PORT=" + strconv.Itoa(port)}
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
 		b, err := cmd.CombinedOutput()
 		out = string(b)
@@ -63,6 +66,11 @@ func TestUnprivileged(t *testing.T) {
 	expectLine(t, out, "write OK 1")
 	expectLine(t, out, "mount -1 EPERM")
 	expectLine(t, out, "CapEff 0000000000000000")
+	if strings.Contains(out, "filter true") {
+		expectLine(t, out, "net-allowed OK hello")
+	} else {
+		t.Logf("the network filter does not work for the unprivileged user here:\n%s", out)
+	}
 	if strings.Contains(out, "SECRET") {
 		t.Errorf("a file only root may read leaked:\n%s", out)
 	}
@@ -103,7 +111,19 @@ for l in open("/proc/self/status"):
     if l.startswith("CapEff"):
         print("CapEff", l.split()[1])
 `, dir)
-	return out + fmt.Sprintf("capabilities %v\n", caps.Has(pysandboxes.CapUnprivileged|pysandboxes.CapFilesRead|pysandboxes.CapProcessIsolation))
+	out += fmt.Sprintf("capabilities %v\n", caps.Has(pysandboxes.CapUnprivileged|pysandboxes.CapFilesRead|pysandboxes.CapProcessIsolation))
+	// Through the network filter, set up without privileges.
+	filter := caps.Has(pysandboxes.CapNetHosts)
+	out += fmt.Sprintf("filter %v\n", filter)
+	if !filter {
+		return out
+	}
+	port := os.Getenv("PYSB_UNSHARE_PORT")
+	sb = sandbox(t, []string{"net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
+	return out + py(t, sb, tryPrelude+`
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
+print("net-allowed OK", s.recv(10).decode())
+`, port)
 }
 
 // TestMapRootToNobody: as root, unshare.uid= maps the sandbox's root to another

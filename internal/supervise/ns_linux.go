@@ -481,7 +481,6 @@ func (r *nsRoot) build(ns *wireNS) error {
 		}
 	}
 	unix.Umask(oldUmask)
-	_ = unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0)
 	return nil
 }
 

@@ -1368,9 +1368,6 @@ static int setup_ns(void) {
 	if (ns_cwd != NULL && chdir(ns_cwd) < 0 && chdir("/") < 0)
 		return ROOT_FAIL("chdir /: %s", NE());
 	umask(old_umask);
-	/* The program (same uid, no capability) can then open nothing of the
-	 * supervisor's through /proc/1. */
-	prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	return 0;
 }
 
@@ -1749,6 +1746,11 @@ static int supervisor_main(int argc, char **argv) {
 			if (n < 0 || go != 'G')
 				return fail(0, "bad go-ahead from the host");
 		}
+		/* The program (same uid, no capability) can then open nothing of the
+		 * supervisor's through /proc/1 (once the host no longer needs
+		 * /proc/<pid>/ns of it, which a user without privileges could then not
+		 * open either). */
+		prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
 	}
 
 	int ep[2];
