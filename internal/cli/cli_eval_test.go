@@ -92,7 +92,7 @@ func TestEvalCLIInterruptedNamesTheBudget(t *testing.T) {
 	}
 	for _, c := range cases {
 		out, errs, code := pysb(t, dir, append([]string{"eval"}, c.args...)...)
-		if code != 3 || !strings.Contains(errs, "interrupted: "+c.want) {
+		if code != 3 || !strings.Contains(errs, "interrupted by "+c.want+"\n") {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q; want 3 and %q", c.args, code, out, errs, c.want)
 		}
 	}

@@ -303,7 +303,11 @@ func evalFailure(env *Env, err error, verbose bool) int {
 		}
 		return ExitEvalRejected
 	case errors.As(err, &ie):
-		fmt.Fprintf(env.Stderr, "pysandboxes eval: interrupted: %s: %s\n", budgetLine(ie), ie.Message)
+		line := budgetLine(ie)
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: interrupted by %s\n", line)
+		if m := strings.TrimPrefix(ie.Message, "evaluation interrupted: "); m != "" && m != line+" exhausted" {
+			fmt.Fprintf(env.Stderr, "  %s\n", m)
+		}
 		return ExitEvalInterrupted
 	case errors.As(err, &re):
 		if verbose {
