@@ -143,3 +143,19 @@ func TestEvalBadInput(t *testing.T) {
 		t.Errorf("after bad input: %v, %v", v, err)
 	}
 }
+
+// TestEvalForkRefusedToEvaluatedCode: the zygote forks the evaluations'
+// processes, but evaluated code that reaches os.fork (here a profile that
+// grants it the os module) is refused by the Python layer, naming the rule.
+func TestEvalForkRefusedToEvaluatedCode(t *testing.T) {
+	sb := evalSandbox(t, "python-import=os\neval-syntax=import, assign\neval-import=os\neval-attribute=fork, getpid\n")
+	_, err := sb.Exec(context.Background(), "import os\npid = os.getpid()\nos.fork()\n", nil)
+	var re *pysandboxes.RemoteError
+	if !errors.Is(err, pysandboxes.ErrDenied) || !errors.As(err, &re) {
+		t.Fatalf("os.fork: %v", err)
+	}
+	if re.Qualname != "RuleApiPermissionError" || re.Denials[0].Kind != "api" || re.Denials[0].Target != "os.fork" ||
+		!strings.Contains(re.Message, "python-api=ALLOW:os.fork") {
+		t.Errorf("os.fork: %+v", re)
+	}
+}
