@@ -170,6 +170,32 @@ func BenchmarkBareTrue(b *testing.B) {
 	}
 }
 
+// BenchmarkBarePython is the reference for BenchmarkUnsharePython.
+func BenchmarkBarePython(b *testing.B) {
+	py := python(b)
+	for b.Loop() {
+		if err := exec.Command(py, "-I", "-c", "pass").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBwrapTrue is bubblewrap making the same namespaces with a comparable
+// root (/usr read-only, the merged-/usr links, /dev, /proc), for comparison.
+func BenchmarkBwrapTrue(b *testing.B) {
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
+		b.Skip("no bwrap command")
+	}
+	for b.Loop() {
+		if err := exec.Command(path, "--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
+			"--symlink", "usr/bin", "/bin", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent",
+			"/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkUtilLinuxUnshareTrue is util-linux's unshare making the same
 // namespaces (without the root it builds), for comparison.
 func BenchmarkUtilLinuxUnshareTrue(b *testing.B) {

@@ -104,6 +104,9 @@ func (p *rootPlan) dir(path string, mode uint32) {
 func (p *rootPlan) covered(path string) *node {
 	n := &p.root
 	var bind *node
+	if n.kind == kindBind {
+		bind = n // "/" exposed
+	}
 	for _, c := range split(path) {
 		child, ok := n.children[c]
 		if !ok {

@@ -25,8 +25,19 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PYSB_UNSHARE_HOST") != "" {
 		os.Exit(playHost())
 	}
-	os.Exit(m.Run())
+	dir, err := os.MkdirTemp("", "pysb-unshare-helper")
+	if err != nil {
+		panic(err)
+	}
+	os.Chmod(dir, 0o755)
+	helperDir = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
+
+// helperDir holds the helper binary the tests build.
+var helperDir string
 
 // corpusIssues are the attacks of the corpus whose check does not fit this
 // provider yet, with the reason (for the corpus's maintainers).

@@ -34,6 +34,7 @@ func errText(err error) string {
 // nsRoot builds a sandbox's root.
 type nsRoot struct {
 	root     int // the new root (O_PATH)
+	scratch  int // the root tmpfs, where masks and data are made (even under a mount over the root)
 	hostproc int // the host's /proc (O_PATH)
 	cwd      string
 	masks    [2]int
@@ -170,7 +171,7 @@ func (r *nsRoot) maskSource(dir int) (int, error) {
 	if r.masks[dir] >= 0 {
 		return r.masks[dir], nil
 	}
-	root, err := unix.Openat(r.root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := unix.Openat(r.scratch, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, rootError("open the new root: %s", errText(err))
 	}
@@ -243,7 +244,7 @@ func (r *nsRoot) file(op RootOp) error {
 	var name string
 	var err error
 	if op.Flags&RootOver != 0 {
-		dir, err = unix.Openat(r.root, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		dir, err = unix.Openat(r.scratch, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		name = ".pysb-data"
 	} else {
 		dir, name, err = r.parentDir(op.Path)
@@ -363,11 +364,13 @@ func setupNS(ns *wireNS) (int, error) {
 	if err != nil {
 		return -1, rootError("open /proc: %s", errText(err))
 	}
-	r := &nsRoot{root: -1, hostproc: hostproc, masks: [2]int{-1, -1}}
+	r := &nsRoot{root: -1, scratch: -1, hostproc: hostproc, masks: [2]int{-1, -1}}
 	if err := r.build(ns); err != nil {
 		unix.Close(hostproc)
-		if r.root >= 0 {
-			unix.Close(r.root)
+		for _, fd := range []int{r.root, r.scratch} {
+			if fd >= 0 {
+				unix.Close(fd)
+			}
 		}
 		return -1, err
 	}
@@ -382,6 +385,9 @@ func (r *nsRoot) build(ns *wireNS) error {
 	}
 	var err error
 	if r.root, err = unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
+		return rootError("open the root tmpfs: %s", errText(err))
+	}
+	if r.scratch, err = unix.FcntlInt(uintptr(r.root), unix.F_DUPFD_CLOEXEC, 0); err != nil {
 		return rootError("open the root tmpfs: %s", errText(err))
 	}
 	oldUmask := unix.Umask(0)
@@ -427,6 +433,15 @@ func (r *nsRoot) build(ns *wireNS) error {
 		if err != nil {
 			return err
 		}
+		if op.Path == "/" && op.Kind != OpDir && op.Kind != OpChdir && op.Kind != OpSeal {
+			// See setup_ns: a mount over the new root itself.
+			top, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return rootError("open the new root: %s", errText(err))
+			}
+			unix.Close(r.root)
+			r.root = top
+		}
 	}
 	for k, fd := range r.masks {
 		if fd < 0 {
@@ -437,7 +452,7 @@ func (r *nsRoot) build(ns *wireNS) error {
 		if k == 1 {
 			flags = unix.AT_REMOVEDIR
 		}
-		if err := unix.Unlinkat(r.root, maskNames[k], flags); err != nil {
+		if err := unix.Unlinkat(r.scratch, maskNames[k], flags); err != nil {
 			return rootError("remove %s: %s", maskNames[k], errText(err))
 		}
 	}
@@ -459,7 +474,8 @@ func (r *nsRoot) build(ns *wireNS) error {
 		return rootError("chdir /: %s", errText(err))
 	}
 	unix.Close(r.root)
-	r.root = -1
+	unix.Close(r.scratch)
+	r.root, r.scratch = -1, -1
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return rootError("seal /: %s", errText(err))
 	}

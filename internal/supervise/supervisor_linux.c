@@ -914,6 +914,8 @@ static const int forwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUS
 /* ---- namespaces: the sandbox's root (see namespaces.go) ---- */
 
 static int ns_root = -1;          /* the new root, an O_PATH descriptor */
+static int ns_scratch = -1;       /* the root tmpfs, where masks and data are made (even
+                                   * when a mount covers the root) */
 static const char *ns_cwd;        /* the program's working directory in the new root */
 static char ns_path[PATH_MAX * 2]; /* scratch: a parent path */
 static char ns_err[128];
@@ -1057,7 +1059,7 @@ static const char *const mask_name[2] = {".pysb-mask", ".pysb-maskdir"};
 static int mask_source(int dir) {
 	if (mask_fd[dir] >= 0)
 		return mask_fd[dir];
-	int root = openat(ns_root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int root = openat(ns_scratch, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (root < 0)
 		return ROOT_FAIL("open the new root: %s", NE());
 	int r;
@@ -1126,7 +1128,7 @@ static int op_file(const struct rec *m, const char *path, const struct rec *d) {
 	const char *name;
 	if (fl & RF_OVER) {
 		/* Written beside the masks, then bind-mounted over the existing file. */
-		dir = openat(ns_root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		dir = openat(ns_scratch, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		name = ".pysb-data";
 	} else {
 		int parent = at_parent(path, &name);
@@ -1254,6 +1256,9 @@ static int setup_ns(void) {
 	ns_root = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (ns_root < 0)
 		return ROOT_FAIL("open the root tmpfs: %s", NE());
+	ns_scratch = fcntl(ns_root, F_DUPFD_CLOEXEC, 0);
+	if (ns_scratch < 0)
+		return ROOT_FAIL("open the root tmpfs: %s", NE());
 	mode_t old_umask = umask(0);
 
 	for (size_t i = spec.ns_first; i < spec.ns_end;) {
@@ -1326,13 +1331,22 @@ static int setup_ns(void) {
 		}
 		if (r < 0)
 			return -1;
+		if (strcmp(path, "/") == 0 && m->n[0] != OP_DIR && m->n[0] != OP_CHDIR && m->n[0] != OP_SEAL) {
+			/* A mount over the new root itself (the host's "/" exposed): the
+			 * next paths are looked up from the top of it. */
+			int top = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+			if (top < 0)
+				return ROOT_FAIL("open the new root: %s", NE());
+			close(ns_root);
+			ns_root = top;
+		}
 	}
 	for (int k = 0; k < 2; k++) {
 		if (mask_fd[k] < 0)
 			continue;
 		close(mask_fd[k]);
 		/* The masks keep their (removed) source alive. */
-		if (unlinkat(ns_root, mask_name[k], k ? AT_REMOVEDIR : 0) < 0)
+		if (unlinkat(ns_scratch, mask_name[k], k ? AT_REMOVEDIR : 0) < 0)
 			return ROOT_FAIL("remove %s: %s", mask_name[k], NE());
 	}
 	if ((spec.ns_flags & NS_LOOPBACK) && loopback_up() < 0)
@@ -1349,7 +1363,8 @@ static int setup_ns(void) {
 	if (chdir("/") < 0)
 		return ROOT_FAIL("chdir /: %s", NE());
 	close(ns_root);
-	ns_root = -1;
+	close(ns_scratch);
+	ns_root = ns_scratch = -1;
 	struct pysb_mount_attr ro = {.attr_set = PYSB_MOUNT_ATTR_RDONLY};
 	if (syscall(SYS_mount_setattr, AT_FDCWD, "/", 0, &ro, sizeof ro) < 0)
 		return ROOT_FAIL("seal /: %s", NE());
