@@ -65,6 +65,7 @@ HEAD = 33  # the fixed part of an EVAL payload
 SPARE_FAILURES = 3
 SIGKILL = 9
 SIGXCPU = 24
+WNOHANG = 1
 
 _EXEC = exec
 _COMPILE = compile
@@ -472,7 +473,7 @@ def _zygote(z, st):
             if c is None:
                 continue
             if fd == c.pidfd:
-                _reap(z, st, c, True)
+                _reap(z, st, c)
             else:
                 _readable(z, st, c)
         now = z.monotonic()
@@ -480,7 +481,7 @@ def _zygote(z, st):
             if c.deadline is not None and c.reason is None and now >= c.deadline:
                 _kill(c, 'timeout')
         for c in list(z.zombies):
-            _reap(z, st, c, False)
+            _reap(z, st, c)
         _refill(z, st)
         _dispatch(z, st)
 
@@ -747,11 +748,13 @@ def _frame(z, st, c, kind, p):
     _send_frame(st, kind, p)
 
 
-def _reap(z, st, c, ready):
+def _reap(z, st, c):
+    """Reap c if it has ended (never waits: an event may be stale, its
+    descriptor number reused by a newer process)."""
     if c.status is not None:
         return
     try:
-        pid, status, ru = z.wait4(c.pid, 0 if ready else 1)  # 1: WNOHANG
+        pid, status, ru = z.wait4(c.pid, WNOHANG)
     except ChildProcessError:
         pid, status, ru = c.pid, 0, None
     if pid == 0:
