@@ -38,6 +38,9 @@ type nsRoot struct {
 	hostproc int // the host's /proc (O_PATH)
 	cwd      string
 	masks    [2]int
+	// The last parent directory opened (see at_parent in supervisor_linux.c).
+	dirPath string
+	dirFD   int
 }
 
 var maskNames = [2]string{".pysb-mask", ".pysb-maskdir"}
@@ -53,17 +56,31 @@ func (r *nsRoot) atRoot(path string, flags int) (int, error) {
 	})
 }
 
-// parentDir opens the parent of path in the new root as a directory (not
-// O_PATH: entries are made in it), and returns the base name.
+// parentDir returns the parent of path in the new root (O_PATH: the *at calls
+// start from it; owned by the cache, never closed by the caller), and the base
+// name.
 func (r *nsRoot) parentDir(path string) (int, string, error) {
 	parent, base := filepath.Dir(path), path[strings.LastIndexByte(path, '/')+1:]
+	if r.dirFD >= 0 && r.dirPath == parent {
+		return r.dirFD, base, nil
+	}
 	p, err := r.atRoot(parent, unix.O_DIRECTORY)
 	if err != nil {
 		return -1, "", err
 	}
-	defer unix.Close(p)
-	d, err := unix.Openat(p, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	return d, base, err
+	if r.dirFD >= 0 {
+		unix.Close(r.dirFD)
+	}
+	r.dirFD, r.dirPath = p, parent
+	return p, base, nil
+}
+
+// dropDir forgets the cached directory when a mount at path covers it.
+func (r *nsRoot) dropDir(path string) {
+	if r.dirFD >= 0 && (path == "/" || r.dirPath == path || strings.HasPrefix(r.dirPath, path+"/")) {
+		unix.Close(r.dirFD)
+		r.dirFD = -1
+	}
 }
 
 func hostOpen(path string) (int, error) {
@@ -76,12 +93,12 @@ func hostOpen(path string) (int, error) {
 // ensure makes path (a directory, or an empty file) unless it exists, and returns
 // an O_PATH descriptor of it.
 func (r *nsRoot) ensure(path string, file bool, mode uint32) (int, error) {
-	fd, err := r.atRoot(path, 0)
-	if err == nil {
+	if path == "/" {
+		fd, err := r.atRoot(path, 0)
+		if err != nil {
+			return -1, rootError("open /: %s", errText(err))
+		}
 		return fd, nil
-	}
-	if err != unix.ENOENT {
-		return -1, rootError("open %s: %s", path, errText(err))
 	}
 	dir, base, err := r.parentDir(path)
 	if err != nil {
@@ -96,11 +113,13 @@ func (r *nsRoot) ensure(path string, file bool, mode uint32) (int, error) {
 	} else {
 		err = unix.Mkdirat(dir, base, mode)
 	}
-	unix.Close(dir)
 	if err != nil && err != unix.EEXIST {
 		return -1, rootError("make %s: %s", path, errText(err))
 	}
-	fd, err = r.atRoot(path, 0)
+	fd, err := unix.Openat2(dir, base, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
 		return -1, rootError("open %s: %s", path, errText(err))
 	}
@@ -125,6 +144,7 @@ func (r *nsRoot) attach(mnt int, path string, file bool, attr uint64, what strin
 	}
 	err = unix.MoveMount(mnt, "", t, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH)
 	unix.Close(t)
+	r.dropDir(path)
 	if err != nil {
 		return rootError("%s on %s: move_mount: %s", what, path, errText(err))
 	}
@@ -246,8 +266,8 @@ func (r *nsRoot) file(op RootOp) error {
 	if op.Flags&RootOver != 0 {
 		dir, err = unix.Openat(r.scratch, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 		name = ".pysb-data"
-	} else {
-		dir, name, err = r.parentDir(op.Path)
+	} else if dir, name, err = r.parentDir(op.Path); err == nil {
+		dir, err = unix.FcntlInt(uintptr(dir), unix.F_DUPFD_CLOEXEC, 0) // closed below: a copy of the cached one
 	}
 	if err != nil {
 		return rootError("open the parent of %s: %s", op.Path, errText(err))
@@ -364,10 +384,10 @@ func setupNS(ns *wireNS) (int, error) {
 	if err != nil {
 		return -1, rootError("open /proc: %s", errText(err))
 	}
-	r := &nsRoot{root: -1, scratch: -1, hostproc: hostproc, masks: [2]int{-1, -1}}
+	r := &nsRoot{root: -1, scratch: -1, dirFD: -1, hostproc: hostproc, masks: [2]int{-1, -1}}
 	if err := r.build(ns); err != nil {
 		unix.Close(hostproc)
-		for _, fd := range []int{r.root, r.scratch} {
+		for _, fd := range []int{r.root, r.scratch, r.dirFD} {
 			if fd >= 0 {
 				unix.Close(fd)
 			}
@@ -461,6 +481,7 @@ func (r *nsRoot) build(ns *wireNS) error {
 			return err
 		}
 	}
+	r.dropDir("/")
 	if err := unix.Fchdir(r.root); err != nil {
 		return rootError("enter the new root: %s", errText(err))
 	}
@@ -505,7 +526,6 @@ func (r *nsRoot) symlink(op RootOp) error {
 	if err != nil {
 		return rootError("open the parent of %s: %s", op.Path, errText(err))
 	}
-	defer unix.Close(dir)
 	err = unix.Symlinkat(op.Source, dir, base)
 	if err == unix.EEXIST {
 		buf := make([]byte, unix.PathMax)

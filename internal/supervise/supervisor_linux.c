@@ -936,8 +936,25 @@ static int at_root(const char *path, int flags) {
 	return (int)syscall(SYS_openat2, ns_root, rel, &how, sizeof how);
 }
 
-/* at_parent opens the parent directory of path in the new root and returns its
- * descriptor, and the base name in *base. */
+/* The last parent directory opened (the root's operations come in tree order:
+ * siblings one after the other), kept while no mount covers it. */
+static char dir_cache_path[PATH_MAX * 2];
+static int dir_cache_fd = -1;
+
+/* dir_cache_drop forgets the cached directory when a mount at path covers it
+ * (the descriptor would name the covered directory). */
+static void dir_cache_drop(const char *path) {
+	size_t n = strlen(path);
+	if (dir_cache_fd >= 0 && (strcmp(path, "/") == 0 || (strncmp(dir_cache_path, path, n) == 0 &&
+	                                                    (dir_cache_path[n] == '\0' || dir_cache_path[n] == '/')))) {
+		close(dir_cache_fd);
+		dir_cache_fd = -1;
+	}
+}
+
+/* at_parent returns the parent directory of path in the new root (an O_PATH
+ * descriptor, which the *at calls take as a starting point; owned by the cache:
+ * never closed by the caller), and the base name in *base. */
 static int at_parent(const char *path, const char **base) {
 	const char *slash = strrchr(path, '/');
 	size_t n = (size_t)(slash - path);
@@ -945,10 +962,19 @@ static int at_parent(const char *path, const char **base) {
 		n = sizeof ns_path - 1;
 	memcpy(ns_path, path, n);
 	ns_path[n] = '\0';
-	*base = slash + 1;
 	if (n == 0)
-		return at_root("/", O_DIRECTORY);
-	return at_root(ns_path, O_DIRECTORY);
+		strcpy(ns_path, "/");
+	*base = slash + 1;
+	if (dir_cache_fd >= 0 && strcmp(ns_path, dir_cache_path) == 0)
+		return dir_cache_fd;
+	int fd = at_root(ns_path, O_DIRECTORY);
+	if (fd < 0)
+		return -1;
+	if (dir_cache_fd >= 0)
+		close(dir_cache_fd);
+	dir_cache_fd = fd;
+	strcpy(dir_cache_path, ns_path);
+	return fd;
 }
 
 /* host_open opens a host path (absolute) following no symbolic link. */
@@ -963,19 +989,12 @@ static int host_open(const char *path) {
 /* ensure makes path (a directory, or an empty file when file is set) unless it
  * exists; it returns an O_PATH descriptor of it, or -1 (the error reported). */
 static int ensure(const char *path, int file, unsigned mode) {
-	int fd = at_root(path, 0);
-	if (fd >= 0 || errno != ENOENT) {
-		if (fd < 0)
-			return ROOT_FAIL("open %s: %s", path, NE());
-		return fd;
+	if (strcmp(path, "/") == 0) {
+		int fd = at_root(path, 0);
+		return fd < 0 ? ROOT_FAIL("open /: %s", NE()) : fd;
 	}
 	const char *base;
-	int parent = at_parent(path, &base);
-	if (parent < 0)
-		return ROOT_FAIL("open the parent of %s: %s", path, NE());
-	/* O_PATH descriptors cannot make entries: reopen the parent as a directory. */
-	int dir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	close(parent);
+	int dir = at_parent(path, &base);
 	if (dir < 0)
 		return ROOT_FAIL("open the parent of %s: %s", path, NE());
 	int r;
@@ -986,11 +1005,13 @@ static int ensure(const char *path, int file, unsigned mode) {
 	} else {
 		r = mkdirat(dir, base, mode);
 	}
-	int e = errno;
-	close(dir);
-	if (r < 0 && e != EEXIST)
-		return ROOT_FAIL("make %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
-	fd = at_root(path, 0);
+	if (r < 0 && errno != EEXIST)
+		return ROOT_FAIL("make %s: %s", path, NE());
+	struct pysb_open_how how = {
+	    .flags = O_PATH | O_CLOEXEC,
+	    .resolve = PYSB_RESOLVE_BENEATH | PYSB_RESOLVE_NO_SYMLINKS | PYSB_RESOLVE_NO_MAGICLINKS,
+	};
+	int fd = (int)syscall(SYS_openat2, dir, base, &how, sizeof how);
 	if (fd < 0)
 		return ROOT_FAIL("open %s: %s", path, NE());
 	return fd;
@@ -1009,6 +1030,7 @@ static int attach(int mnt, const char *path, int file, uint64_t attr, const char
 		return -1;
 	long r = syscall(SYS_move_mount, mnt, "", t, "", PYSB_MOVE_MOUNT_F_EMPTY_PATH | PYSB_MOVE_MOUNT_T_EMPTY_PATH);
 	close(t);
+	dir_cache_drop(path);
 	if (r < 0)
 		return ROOT_FAIL("%s on %s: move_mount: %s", what, path, NE());
 	return 0;
@@ -1134,8 +1156,7 @@ static int op_file(const struct rec *m, const char *path, const struct rec *d) {
 		int parent = at_parent(path, &name);
 		if (parent < 0)
 			return ROOT_FAIL("open the parent of %s: %s", path, NE());
-		dir = openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		close(parent);
+		dir = fcntl(parent, F_DUPFD_CLOEXEC, 0); /* closed below: a copy of the cached one */
 	}
 	if (dir < 0)
 		return ROOT_FAIL("open the parent of %s: %s", path, NE());
@@ -1284,10 +1305,7 @@ static int setup_ns(void) {
 		}
 		case OP_SYMLINK: {
 			const char *base;
-			int parent = at_parent(path, &base);
-			int dir = parent < 0 ? -1 : openat(parent, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-			if (parent >= 0)
-				close(parent);
+			int dir = at_parent(path, &base);
 			if (dir < 0)
 				return ROOT_FAIL("open the parent of %s: %s", path, NE());
 			r = symlinkat(extra->s, dir, base);
@@ -1296,7 +1314,6 @@ static int setup_ns(void) {
 				ssize_t n = readlinkat(dir, base, got, sizeof got - 1);
 				r = (n >= 0 && (got[n] = '\0', strcmp(got, extra->s) == 0)) ? 0 : (errno = EEXIST, -1);
 			}
-			close(dir);
 			if (r < 0)
 				return ROOT_FAIL("symlink %s -> %s: %s", path, extra->s, NE());
 			break;
@@ -1352,6 +1369,7 @@ static int setup_ns(void) {
 	if ((spec.ns_flags & NS_LOOPBACK) && loopback_up() < 0)
 		return -1;
 
+	dir_cache_drop("/");
 	/* The new root becomes the root; the host's tree, stacked over it by
 	 * pivot_root, is detached. */
 	if (fchdir(ns_root) < 0)
