@@ -44,7 +44,10 @@ func sysctl(name string) (int, bool) {
 
 // userNamespaceLimits reports what keeps an unprivileged user from making user
 // namespaces here ("" when nothing does).
-func userNamespaceLimits() string {
+func userNamespaceLimits() string { return userNamespaceLimitsOf(sysctl) }
+
+// userNamespaceLimitsOf is userNamespaceLimits with the sysctls read by sysctl.
+func userNamespaceLimitsOf(sysctl func(string) (int, bool)) string {
 	var why []string
 	if v, ok := sysctl("kernel.unprivileged_userns_clone"); ok && v == 0 {
 		why = append(why, "kernel.unprivileged_userns_clone=0 (set it to 1: sysctl -w kernel.unprivileged_userns_clone=1)")

@@ -164,6 +164,11 @@ func (p *Provider) Details() []string {
 			"file, absolute patterns anywhere) is masked by an empty file or directory of mode 0 (reading it: EACCES)",
 		"the program: no capability (empty bounding set), no_new_privs, resource limits",
 	}
+	if h.landlockABI >= landlockTCP {
+		out = append(out, fmt.Sprintf("TCP binds: only on the ports of net= IN rules (a Landlock ruleset handling only the TCP bind right, ABI %d)", h.landlockABI))
+	} else {
+		out = append(out, "TCP binds: not restricted (no Landlock ABI 4 here): the program may listen on its own network, which nothing outside reaches")
+	}
 	if h.seccompErr != nil {
 		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+")")
 	} else {
