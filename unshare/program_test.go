@@ -125,7 +125,15 @@ func TestSignalsAndLimits(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile("/proc/" + itoa(cmd.Pid()) + "/cmdline")
+	// The program's command line appears once its exec is done.
+	var b []byte
+	var err error
+	for i := 0; i < 100; i++ {
+		if b, err = os.ReadFile("/proc/" + itoa(cmd.Pid()) + "/cmdline"); err != nil || len(b) > 0 {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 	if err != nil || !strings.HasPrefix(string(b), "/bin/sh") {
 		t.Errorf("Pid() %d is not the program on the host: %q, %v", cmd.Pid(), b, err)
 	}
