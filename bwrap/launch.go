@@ -127,6 +127,9 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	if err != nil {
 		return fail(err)
 	}
+	if logger.Enabled(ctx, slog.LevelDebug) {
+		logger.Debug("os-sandbox bwrap: arguments", "program", req.Path, "options", args, "command", command)
+	}
 	var buf strings.Builder
 	for _, a := range args {
 		buf.WriteString(a)
