@@ -26,7 +26,10 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	_ "github.com/pysandboxes/pysandboxes/bwrap"
+	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 

@@ -1,9 +1,15 @@
-// Command pysandboxes validates rule files, runs commands under a policy, and
-// reports what the OS providers of this host can enforce.
+// Command pysandboxes validates rule files, runs commands under a policy,
+// reports what the OS providers of this host can enforce, calls Python functions
+// and evaluates Python source in a sandbox.
 //
 //	pysandboxes check [FILE]
 //	pysandboxes run [--config FILE] [--os-sandbox NAME] [--RULE=VALUE ...] -- CMD [ARGS...]
 //	pysandboxes probe
+//	pysandboxes call [--config FILE] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]
+//	pysandboxes eval [--config FILE] [--RULE=VALUE ...] [--profile NAME] [--exec] SOURCE
+//
+// Every OS provider of the module is linked in: landlock, unshare, bwrap,
+// firejail (and subprocess, none).
 package main
 
 import (
@@ -11,7 +17,10 @@ import (
 	"os"
 
 	"github.com/pysandboxes/pysandboxes/internal/cli"
+	_ "github.com/pysandboxes/pysandboxes/bwrap"
+	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {

@@ -30,7 +30,10 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/pysb"
+	_ "github.com/pysandboxes/pysandboxes/bwrap"
+	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
 )

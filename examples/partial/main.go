@@ -36,7 +36,10 @@ import (
 	"strconv"
 
 	"github.com/pysandboxes/pysandboxes"
+	_ "github.com/pysandboxes/pysandboxes/bwrap"
+	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
