@@ -157,6 +157,26 @@ func providerConfigs(ctx context.Context, argv []string) []config {
 			return sb.Command(ctx, argv[0], argv[1:]...).Run()
 		}})
 	}
+	// With a filtered network: a policy with one host rule (a TEST-NET address
+	// that is never contacted), for the providers that filter by host.
+	for _, p := range pysandboxes.Providers() {
+		if p.Capabilities()&pysandboxes.CapNetHosts == 0 || p.Probe(ctx) != nil {
+			continue
+		}
+		pol, err := policy.NewBuilder().Net("ALLOW", "tcp", "192.0.2.1", "443", "OUT").Build(ctx, nil)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet))
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "bench: skipping provider %s with a network filter: %v\n", p.Name(), err)
+			continue
+		}
+		out = append(out, config{name: "pysandboxes " + p.Name() + " + net filter", run: func() error {
+			return sb.Command(ctx, argv[0], argv[1:]...).Run()
+		}})
+	}
 	return out
 }
 
