@@ -15,6 +15,18 @@ import (
 // The network attacks. Every address is a loopback one: the listeners are the
 // test's, and nothing is ever sent off the host. A listener the program must not
 // reach greets with the run's secret; the allowed one with "hello".
+//
+// The target of each attack is a listener or sink of the host. Where the
+// sandbox has a network namespace of its own (unshare, bwrap, firejail), its
+// 127.0.0.1 is its own loopback: the host's listeners are reached only through
+// what a rule forwards (internal/netfilter), and the host's view decides. A
+// connection the host's listener accepted, or a datagram its sink received, is a
+// breach whatever the program printed; a datagram the program sent that the
+// host did not receive stayed in the sandbox's own network: blocked
+// (sinkDecides). The allowed control attempts reach the host's listeners (the
+// TCP greeting comes from the host; the allowed datagram must be received by
+// the host), so a sandbox that reaches nothing does not pass for one that
+// filters.
 
 const netPrelude = `
 def connect(host, port, proto=0, family=socket.AF_INET):
@@ -48,7 +60,7 @@ var tcpDeniedPort = &Attack{
 	Summary: "TCP connect to a port no rule allows (the allowed port connects in the same run)",
 	setup: func(e *env) *plan {
 		allowed := e.listenTCP("tcp4", "127.0.0.1:0", "hello")
-		denied := e.listenTCP("tcp4", "127.0.0.1:0", e.secret)
+		denied, host := e.tcpSink("tcp4", "127.0.0.1:0", e.secret)
 		return &plan{
 			rules: []string{fmt.Sprintf("net=ALLOW|tcp|*|%d|OUT", allowed)},
 			argv: e.py(netPrelude+`
@@ -56,6 +68,7 @@ attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
 attempt("denied", lambda: connect("127.0.0.1", int(sys.argv[2])))
 `, itoa(allowed), itoa(denied)),
 			check: probes(control("allowed"), deny("denied", netDenied...)),
+			host:  host,
 		}
 	},
 }
@@ -71,7 +84,7 @@ var tcp6DeniedPort = &Attack{
 		}
 		l.Close()
 		allowed := e.listenTCP("tcp4", "127.0.0.1:0", "hello")
-		denied := e.listenTCP("tcp6", "[::1]:0", e.secret)
+		denied, host := e.tcpSink("tcp6", "[::1]:0", e.secret)
 		return &plan{
 			rules: []string{fmt.Sprintf("net=ALLOW|tcp|*|%d|OUT", allowed)},
 			argv: e.py(netPrelude+`
@@ -79,6 +92,7 @@ attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
 attempt("denied", lambda: connect("::1", int(sys.argv[2]), family=socket.AF_INET6))
 `, itoa(allowed), itoa(denied)),
 			check: probes(control("allowed"), deny("denied", netDenied...)),
+			host:  host,
 		}
 	},
 }
@@ -104,13 +118,14 @@ var tcpDeniedHost = &Attack{
 	Summary: "TCP connect to 127.0.0.2 when only 127.0.0.1 is allowed, on the same port",
 	setup: func(e *env) *plan {
 		port := 0
+		var host func() (bool, string)
 		for range 20 {
-			denied := e.listenTCPSoft("127.0.0.2:0", e.secret)
+			denied, seen := e.listenTCPSoft("127.0.0.2:0", e.secret)
 			if denied == 0 {
 				break
 			}
-			if e.listenTCPSoft("127.0.0.1:"+itoa(denied), "hello") != 0 {
-				port = denied
+			if p, _ := e.listenTCPSoft("127.0.0.1:"+itoa(denied), "hello"); p != 0 {
+				port, host = denied, seen
 				break
 			}
 		}
@@ -125,22 +140,22 @@ attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
 attempt("denied", lambda: connect("127.0.0.2", int(sys.argv[1])))
 `, itoa(port)),
 			check: probes(control("allowed"), deny("denied", netDenied...)),
+			host:  host,
 		}
 	},
 }
 
-// listenTCPSoft is listenTCP on IPv4 that returns 0, without failing the run,
-// when the address is in use.
-func (e *env) listenTCPSoft(addr, greeting string) int {
+// listenTCPSoft is tcpSink on IPv4 that returns port 0, without failing the
+// run, when the address is in use.
+func (e *env) listenTCPSoft(addr, greeting string) (int, func() (bool, string)) {
 	l, err := net.Listen("tcp4", addr)
 	if err != nil {
 		if !errors.Is(err, syscall.EADDRINUSE) {
 			e.fail(err)
 		}
-		return 0
+		return 0, nil
 	}
-	e.serve(l, greeting)
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, accepted(e.serve(l, greeting))
 }
 
 var mptcpDeniedPort = &Attack{
@@ -148,7 +163,7 @@ var mptcpDeniedPort = &Attack{
 	Summary: "Multipath TCP (IPPROTO_MPTCP) connect to a port no rule allows",
 	setup: func(e *env) *plan {
 		allowed := e.listenTCP("tcp4", "127.0.0.1:0", "hello")
-		denied := e.listenTCP("tcp4", "127.0.0.1:0", e.secret)
+		denied, host := e.tcpSink("tcp4", "127.0.0.1:0", e.secret)
 		return &plan{
 			rules: []string{fmt.Sprintf("net=ALLOW|tcp|*|%d|OUT", allowed)},
 			argv: e.py(netPrelude+`
@@ -156,6 +171,7 @@ attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
 attempt("mptcp", lambda: connect("127.0.0.1", int(sys.argv[2]), proto=262))
 `, itoa(allowed), itoa(denied)),
 			check: probes(control("allowed"), deny("mptcp", netDenied...)),
+			host:  host,
 		}
 	},
 }
@@ -183,8 +199,9 @@ var udpNoRule = &Attack{
 attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
 attempt("udp", lambda: sendto("127.0.0.1", int(sys.argv[2]), sys.argv[3].encode()))
 `, itoa(allowed), itoa(port), e.secret),
-			check: probes(control("allowed"), deny("udp", "EPERM", "EACCES", "ENETUNREACH")),
-			host:  udpHost(sink, e.secret),
+			check:       probes(control("allowed"), deny("udp", "EPERM", "EACCES", "ENETUNREACH")),
+			host:        udpHost(sink, e.secret),
+			sinkDecides: true,
 		}
 	},
 }
@@ -193,7 +210,7 @@ var udpDeniedPort = &Attack{
 	Name: "udp-denied-port", Capability: pysandboxes.CapUDP,
 	Summary: "send a UDP datagram to a port other than the one a UDP rule allows",
 	setup: func(e *env) *plan {
-		_, allowed := e.listenUDP("127.0.0.1:0")
+		ok, allowed := e.listenUDP("127.0.0.1:0")
 		sink, denied := e.listenUDP("127.0.0.1:0")
 		return &plan{
 			rules: []string{fmt.Sprintf("net=ALLOW|udp|*|%d|OUT", allowed)},
@@ -201,8 +218,15 @@ var udpDeniedPort = &Attack{
 attempt("allowed", lambda: sendto("127.0.0.1", int(sys.argv[1]), b"hello"))
 attempt("denied", lambda: sendto("127.0.0.1", int(sys.argv[2]), sys.argv[3].encode()))
 `, itoa(allowed), itoa(denied), e.secret),
-			check: probes(control("allowed"), deny("denied", "EPERM", "EACCES", "ENETUNREACH")),
-			host:  udpHost(sink, e.secret),
+			check:       probes(control("allowed"), deny("denied", "EPERM", "EACCES", "ENETUNREACH")),
+			host:        udpHost(sink, e.secret),
+			sinkDecides: true,
+			hostControl: func() error {
+				if !ok.received("hello", 2*time.Second) {
+					return errors.New("the host's allowed sink did not receive the allowed datagram")
+				}
+				return nil
+			},
 		}
 	},
 }
@@ -231,9 +255,7 @@ func (e *env) resolverSink() (*udpSink, string) {
 			last = err
 			continue
 		}
-		pc.Close()
-		s, _ := e.listenUDP(addr + ":53")
-		return s, addr
+		return e.sink(pc), addr
 	}
 	e.fail(fmt.Errorf("no loopback address to listen on port 53: %w", last))
 	return &udpSink{}, ""
@@ -248,8 +270,9 @@ var dnsExfil = &Attack{
 			argv: e.py(netPrelude+dnsPrelude+`
 attempt("query", lambda: sendto(sys.argv[1], 53, query(sys.argv[2] + ".exfil.invalid")))
 `, addr, e.secret),
-			check: probes(deny("query", "EPERM", "EACCES", "ENETUNREACH")),
-			host:  udpHost(sink, e.secret),
+			check:       probes(deny("query", "EPERM", "EACCES", "ENETUNREACH")),
+			host:        udpHost(sink, e.secret),
+			sinkDecides: true,
 		}
 	},
 }
@@ -264,8 +287,9 @@ var dnsOtherResolver = &Attack{
 			argv: e.py(netPrelude+dnsPrelude+`
 attempt("query", lambda: sendto(sys.argv[1], 53, query(sys.argv[2] + ".exfil.invalid")))
 `, addr, e.secret),
-			check: probes(deny("query", "EPERM", "EACCES", "ENETUNREACH")),
-			host:  udpHost(sink, e.secret),
+			check:       probes(deny("query", "EPERM", "EACCES", "ENETUNREACH")),
+			host:        udpHost(sink, e.secret),
+			sinkDecides: true,
 		}
 	},
 }
@@ -297,7 +321,10 @@ def packet():
     return "packet"
 attempt("packet", packet)
 `),
-			check: probes(deny("packet", "EPERM", "EACCES", "EAFNOSUPPORT")),
+			// EOPNOTSUPP (ENOTSUP): a protocol filter's refusal (firejail's
+			// --protocol); the kernel itself says EPERM without the capability, or
+			// EAFNOSUPPORT without AF_PACKET.
+			check: probes(deny("packet", "EPERM", "EACCES", "EAFNOSUPPORT", "EOPNOTSUPP", "ENOTSUP")),
 		}
 	},
 }

@@ -12,50 +12,64 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
-	_ "github.com/pysandboxes/pysandboxes/landlock" // every provider of the module registers itself
 	"github.com/pysandboxes/pysandboxes/security"
+
+	// Every provider of the module registers itself.
+	_ "github.com/pysandboxes/pysandboxes/bwrap"
+	_ "github.com/pysandboxes/pysandboxes/firejail"
+	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func TestMain(m *testing.M) {
 	security.HostMain() // plays the host of the host-death attack when asked to
-	os.Exit(m.Run())
+	os.Exit(run(m))
+}
+
+// run runs the tests with a temporary directory of their own (TMPDIR), which
+// the library, its providers and the corpus use (os.TempDir): the leak check
+// then sees what these tests leave behind, and not the files of other packages'
+// tests running at the same time.
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "pysb-security-test-")
+	if err != nil {
+		println("security test:", err.Error())
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if err := os.Setenv("TMPDIR", dir); err != nil {
+		println("security test:", err.Error())
+		return 1
+	}
+	return m.Run()
 }
 
 // TestCorpus runs every attack against every registered provider (but "none"),
-// providers in parallel, and logs the verdict table. Afterwards, no descriptor,
-// child process or temporary directory of the corpus may be left.
+// providers at the same time, and logs the verdict table. Afterwards, no
+// descriptor, child process or temporary directory of the corpus may be left.
+//
+// The providers' columns run concurrently whatever -parallel says (t.Run from
+// one goroutine per provider, not t.Parallel): an attack mostly waits for
+// processes to start and end (firejail's own start and end take a few hundred
+// milliseconds), so running the columns one or two at a time would only make
+// the corpus slower. The attacks whose timing matters run alone (the fork bomb).
 func TestCorpus(t *testing.T) {
 	ctx := context.Background()
 	fds, temps := openFDs(t), tempEntries()
 	var mu sync.Mutex
 	var results []security.Result
 	t.Run("providers", func(t *testing.T) {
+		var wg sync.WaitGroup
+		defer wg.Wait()
 		for _, p := range pysandboxes.Providers() {
 			if p.Name() == "none" {
 				continue
 			}
-			t.Run(p.Name(), func(t *testing.T) {
-				t.Parallel()
-				if err := p.Probe(ctx); err != nil {
-					t.Skipf("provider %s is not available here: %v", p.Name(), err)
-				}
-				for _, a := range security.Attacks() {
-					t.Run(a.Name, func(t *testing.T) {
-						r := security.RunAttack(ctx, p, a)
-						mu.Lock()
-						results = append(results, r)
-						mu.Unlock()
-						switch r.Verdict {
-						case security.Failed:
-							t.Errorf("%s: %v", a.Name, r.Err)
-						case security.Skipped:
-							t.Skip(r.Detail)
-						default:
-							t.Logf("%s (%v): %s", r.Verdict, r.Elapsed.Round(time.Millisecond), r.Detail)
-						}
-					})
-				}
-			})
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				t.Run(p.Name(), func(t *testing.T) { runProvider(ctx, t, p, &mu, &results) })
+			}()
 		}
 	})
 	order := map[string]int{}
@@ -78,19 +92,46 @@ func TestCorpus(t *testing.T) {
 	}
 	for _, name := range tempEntries() {
 		if !slices.Contains(temps, name) {
-			t.Errorf("temporary file left: %s", filepath.Join(os.TempDir(), name))
+			t.Errorf("temporary file left: %s", name)
 		}
 	}
 }
 
-// tempEntries lists the entries of the temporary directory that the corpus, the
-// library or its providers may make (named pysb* or pysandboxes*).
+// runProvider runs every attack against one provider, one after another.
+func runProvider(ctx context.Context, t *testing.T, p pysandboxes.Provider, mu *sync.Mutex, results *[]security.Result) {
+	if err := p.Probe(ctx); err != nil {
+		t.Skipf("provider %s is not available here: %v", p.Name(), err)
+	}
+	for _, a := range security.Attacks() {
+		t.Run(a.Name, func(t *testing.T) {
+			r := security.RunAttack(ctx, p, a)
+			mu.Lock()
+			*results = append(*results, r)
+			mu.Unlock()
+			switch r.Verdict {
+			case security.Failed:
+				t.Errorf("%s: %v", a.Name, r.Err)
+			case security.Skipped:
+				t.Skip(r.Detail)
+			default:
+				t.Logf("%s (%v): %s", r.Verdict, r.Elapsed.Round(time.Millisecond), r.Detail)
+			}
+		})
+	}
+}
+
+// tempEntries lists the entries of the temporary directory (the tests' own, see
+// run), and those of /tmp that the corpus makes there (write-tmp's).
 func tempEntries() []string {
-	ents, _ := os.ReadDir(os.TempDir())
 	var out []string
+	ents, _ := os.ReadDir(os.TempDir())
 	for _, e := range ents {
-		if strings.HasPrefix(e.Name(), "pysb") || strings.HasPrefix(e.Name(), "pysandboxes") {
-			out = append(out, e.Name())
+		out = append(out, filepath.Join(os.TempDir(), e.Name()))
+	}
+	ents, _ = os.ReadDir("/tmp")
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), "pysb-security-tmp-") {
+			out = append(out, filepath.Join("/tmp", e.Name()))
 		}
 	}
 	return out

@@ -23,6 +23,16 @@
 // port, the exposed sibling file), so a policy that simply breaks the program does
 // not pass for a sandbox.
 //
+// The network attacks aim at listeners and sinks of the host. Under a provider
+// whose sandbox has a network namespace of its own, the program's 127.0.0.1 is
+// its own loopback: what the host's listener accepted or its sink received
+// decides (a datagram sent but never received stayed in the sandbox's network:
+// blocked), and the allowed control attempts must reach the host. The processes
+// of a run are found in the host's /proc by a mark in their environment (and,
+// for the host-death attack, as descendants of the host), and are only ever
+// signalled through a pidfd once identified: a pid printed inside a pid
+// namespace means nothing on the host.
+//
 // # Verdicts
 //
 // A provider declares what it enforces (Provider.Capabilities). When it declares

@@ -17,12 +17,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/policy"
+	"golang.org/x/sys/unix"
 )
 
 // outcome is what a check decided from one run.
@@ -174,8 +176,17 @@ type plan struct {
 	check func(r *runResult) (outcome, string)
 	// host, when set, says what the host saw (a file written, a datagram
 	// received): through is a breach whatever the program printed; a program that
-	// reports success while the host saw nothing is unclear.
+	// reports success while the host saw nothing is unclear, unless sinkDecides.
 	host func() (through bool, detail string)
+	// sinkDecides: what the host received decides, whatever the program printed.
+	// A datagram sent to a loopback address from a network namespace of the
+	// sandbox's own stays there (sendto succeeds, nobody receives it): the
+	// security property is that the host's sink, the attack's target, received
+	// nothing.
+	sinkDecides bool
+	// hostControl, when set, checks on the host that the control attempt arrived
+	// (the allowed datagram was received): otherwise the run is unclear.
+	hostControl func() error
 	// ownsTree: the check itself judges the processes left after Wait (otherwise a
 	// process of the run left after Wait fails the attack).
 	ownsTree bool
@@ -213,7 +224,8 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 		return 0, "", err
 	}
 	got, detail := pl.check(r)
-	if got != outUnclear && bytes.Contains(r.out, []byte(e.secret)) {
+	leaked := got != outUnclear && bytes.Contains(r.out, []byte(e.secret))
+	if leaked {
 		got, detail = outThrough, "the secret appears in the output: "+detail
 	}
 	if pl.host != nil {
@@ -221,8 +233,15 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 		switch {
 		case through && got != outThrough:
 			got, detail = outThrough, what+" (the program printed: "+detail+")"
+		case !through && got == outThrough && pl.sinkDecides && !leaked:
+			got, detail = outBlocked, what+": what the program sent ("+detail+") stayed in the sandbox's own network"
 		case !through && got == outThrough:
 			got, detail = outUnclear, "the program reports "+detail+" but the host saw nothing ("+what+")"
+		}
+	}
+	if pl.hostControl != nil && got != outUnclear {
+		if err := pl.hostControl(); err != nil {
+			got, detail = outUnclear, fmt.Sprintf("control: %v (the program printed: %s)", err, detail)
 		}
 	}
 	if !pl.ownsTree {
@@ -434,20 +453,38 @@ func excerpt(b []byte, n int) string {
 // listenTCP listens on addr ("127.0.0.1:0"), and greets each connection with
 // greeting before closing it. It returns the port.
 func (e *env) listenTCP(network, addr, greeting string) int {
+	port, _ := e.tcpSink(network, addr, greeting)
+	return port
+}
+
+// tcpSink is listenTCP that also returns the host's view of the listener:
+// through once it accepted a connection (the program reached it).
+func (e *env) tcpSink(network, addr, greeting string) (int, func() (bool, string)) {
 	var lc net.ListenConfig
 	lc.SetMultipathTCP(false)
 	l, err := lc.Listen(e.ctx, network, addr)
 	if err != nil {
 		e.fail(err)
-		return 0
+		return 0, func() (bool, string) { return false, "" }
 	}
-	e.serve(l, greeting)
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, accepted(e.serve(l, greeting))
 }
 
-// serve accepts connections on l until close.
-func (e *env) serve(l net.Listener, greeting string) {
+// accepted is the host's view of a listener that the program must not reach.
+func accepted(n *atomic.Int64) func() (bool, string) {
+	return func() (bool, string) {
+		if c := n.Load(); c > 0 {
+			return true, fmt.Sprintf("the host's listener accepted %d connections of the program", c)
+		}
+		return false, "the host's listener accepted no connection"
+	}
+}
+
+// serve accepts connections on l until close, and returns the number accepted
+// (counted before the greeting is sent).
+func (e *env) serve(l net.Listener, greeting string) *atomic.Int64 {
 	var wg sync.WaitGroup
+	n := &atomic.Int64{}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -456,12 +493,14 @@ func (e *env) serve(l net.Listener, greeting string) {
 			if err != nil {
 				return
 			}
+			n.Add(1)
 			c.SetWriteDeadline(time.Now().Add(5 * time.Second))
 			c.Write([]byte(greeting))
 			c.Close()
 		}
 	}()
 	e.cleanup(func() { l.Close(); wg.Wait() })
+	return n
 }
 
 // listenUnix listens on a Unix socket (a name starting with "@" is abstract).
@@ -488,6 +527,11 @@ func (e *env) listenUDP(addr string) (*udpSink, int) {
 		e.fail(err)
 		return &udpSink{}, 0
 	}
+	return e.sink(pc), pc.LocalAddr().(*net.UDPAddr).Port
+}
+
+// sink receives the datagrams of pc until close.
+func (e *env) sink(pc net.PacketConn) *udpSink {
 	s := &udpSink{pc: pc}
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -505,7 +549,7 @@ func (e *env) listenUDP(addr string) (*udpSink, int) {
 		}
 	}()
 	e.cleanup(func() { pc.Close(); wg.Wait() })
-	return s, pc.LocalAddr().(*net.UDPAddr).Port
+	return s
 }
 
 // received reports whether a datagram holding needle arrived, waiting up to wait.
@@ -544,11 +588,11 @@ func (e *env) sleeper() *exec.Cmd {
 func alive(pid int) bool { return proctest.Alive(pid) }
 
 // marked lists the live processes whose environment holds PYSB_MARK=mark: the
-// processes of one run (the supervisor included), wherever they went. A live
-// process whose environment reads empty (it is between fork and exec) is read
-// again, so that none is missed.
+// processes of one run (the supervisor included), wherever they went. The scan
+// is of the host's /proc: the pids are the host's, whatever pid namespace the
+// processes are in. A live process whose environment reads empty (it is between
+// fork and exec) is read again, so that none is missed.
 func marked(mark string) []int {
-	needle := []byte(markVar + "=" + mark + "\x00")
 	ents, _ := os.ReadDir("/proc")
 	var out []int
 	for _, ent := range ents {
@@ -556,21 +600,26 @@ func marked(mark string) []int {
 		if err != nil {
 			continue
 		}
-		for try := 0; ; try++ {
-			b, err := os.ReadFile("/proc/" + ent.Name() + "/environ")
-			if err == nil && bytes.Contains(b, needle) {
-				if alive(pid) {
-					out = append(out, pid)
-				}
-				break
-			}
-			if err != nil || len(b) > 0 || try == 20 || !alive(pid) || kernelThread(pid) {
-				break
-			}
-			time.Sleep(time.Millisecond)
+		if hasMark(pid, mark) && alive(pid) {
+			out = append(out, pid)
 		}
 	}
 	return out
+}
+
+// hasMark reports whether the environment of pid holds PYSB_MARK=mark.
+func hasMark(pid int, mark string) bool {
+	needle := []byte(markVar + "=" + mark + "\x00")
+	for try := 0; ; try++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+		if err == nil && bytes.Contains(b, needle) {
+			return true
+		}
+		if err != nil || len(b) > 0 || try == 20 || !alive(pid) || kernelThread(pid) {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // kernelThread reports whether pid is a kernel thread (PF_KTHREAD), whose
@@ -592,27 +641,52 @@ func kernelThread(pid int) bool {
 	return err == nil && flags&0x00200000 != 0
 }
 
-// killMarked kills the processes of a run and returns those it found.
+// killMarked kills the processes of a run and returns those it found. Each is
+// signalled through a pidfd opened before its mark is read again, so a pid that
+// another process took meanwhile is never signalled.
 func killMarked(mark string) []int {
 	left := marked(mark)
 	for _, pid := range left {
-		syscall.Kill(pid, syscall.SIGKILL)
+		if p := openProc(pid, func() bool { return hasMark(pid, mark) }); p != nil {
+			p.kill()
+			p.close()
+		}
 	}
 	return left
 }
 
-// waitUnmarked waits until no process of the run is left, up to timeout, and
-// returns those left.
-func waitUnmarked(mark string, timeout time.Duration) []int {
-	deadline := time.Now().Add(timeout)
-	for {
-		left := marked(mark)
-		if len(left) == 0 || time.Now().After(deadline) {
-			return left
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+// proc is a process held by a pidfd: it stays that process whatever happens to
+// its pid.
+type proc struct {
+	pid, fd int
 }
+
+// openProc opens a pidfd on pid, and returns it if member reports, once the
+// pidfd is open, that the process is one of the run's while it still runs (so
+// what member read was that process's). It returns nil otherwise.
+func openProc(pid int, member func() bool) *proc {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return nil
+	}
+	p := &proc{pid: pid, fd: fd}
+	if !member() || p.exited() {
+		p.close()
+		return nil
+	}
+	return p
+}
+
+// exited reports whether the process has ended (a zombie has).
+func (p *proc) exited() bool {
+	fds := []unix.PollFd{{Fd: int32(p.fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}
+
+func (p *proc) kill() { unix.PidfdSendSignal(p.fd, unix.SIGKILL, nil, 0) }
+
+func (p *proc) close() { unix.Close(p.fd) }
 
 // exitError returns the *ExitError in err.
 func exitError(err error) *pysandboxes.ExitError {

@@ -2,6 +2,7 @@ package security
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -37,9 +38,10 @@ func HostMain() {
 	os.Exit(playHost(v))
 }
 
-// hostTree starts a sleeper and a setsid sleeper, and prints the pids of the
-// shell and of both.
-const hostTree = `sleep 1000 >/dev/null 2>&1 & a=$!; setsid sleep 1000 >/dev/null 2>&1 & b=$!; echo pids $$ $a $b; wait`
+// hostTree starts a sleeper and a setsid sleeper, and says it started them (the
+// pids the shell knows are those of its pid namespace, which mean nothing on the
+// host: the attack finds the tree's processes in the host's /proc instead).
+const hostTree = `sleep 1000 >/dev/null 2>&1 & setsid sleep 1000 >/dev/null 2>&1 & echo started; wait`
 
 func playHost(v string) int {
 	name, mark, _ := strings.Cut(v, ":")
@@ -91,10 +93,15 @@ func (e *env) hostDeath() (outcome, string, error) {
 		return 0, "", err
 	}
 	waited := false
+	var tree []*proc
 	defer func() {
 		if !waited {
 			host.Process.Kill()
 			host.Wait()
+		}
+		for _, p := range tree {
+			p.kill()
+			p.close()
 		}
 		killMarked(e.mark)
 	}()
@@ -109,37 +116,126 @@ func (e *env) hostDeath() (outcome, string, error) {
 	case <-time.After(30 * time.Second):
 		return 0, "", fmt.Errorf("the host said nothing in 30 s (stderr: %s)", excerpt(stderr.Bytes(), 300))
 	}
-	f := strings.Fields(l)
-	if len(f) != 4 || f[0] != "pids" {
+	if strings.TrimSpace(l) != "started" {
 		return 0, "", fmt.Errorf("the host said %q (stderr: %s)", l, excerpt(stderr.Bytes(), 300))
 	}
-	var pids []int
-	for _, s := range f[1:] {
-		pid, err := strconv.Atoi(s)
-		if err != nil || !alive(pid) {
-			return 0, "", fmt.Errorf("pid %s of the tree is not running before the host dies", s)
-		}
-		pids = append(pids, pid)
+	tree, err = e.findTree(host.Process.Pid)
+	if err != nil {
+		return 0, "", err
 	}
-	tree := marked(e.mark)
 	host.Process.Kill() // the host dies without any chance to clean up
 	host.Wait()
 	waited = true
 	died := time.Now()
-	left := waitUnmarked(e.mark, 5*time.Second)
-	for _, pid := range pids {
-		for alive(pid) && time.Since(died) < 5*time.Second {
+	var left []int
+	for _, p := range tree {
+		for !p.exited() && time.Since(died) < 5*time.Second {
 			time.Sleep(20 * time.Millisecond)
 		}
-		if alive(pid) && !slices.Contains(left, pid) {
-			syscall.Kill(pid, syscall.SIGKILL)
+		if !p.exited() {
+			left = append(left, p.pid)
+		}
+	}
+	gone := time.Since(died)
+	// Processes of the run that the snapshot missed (forked since) count too.
+	for _, pid := range marked(e.mark) {
+		if !slices.Contains(left, pid) {
 			left = append(left, pid)
 		}
 	}
 	if len(left) > 0 {
-		killMarked(e.mark)
-		return outThrough, fmt.Sprintf("%d of the tree's %d processes still running 5 s after the host died", len(left), len(tree)), nil
+		return outThrough, fmt.Sprintf("%d processes of the tree (host pids %v of %s) still running 5 s after the host died",
+			len(left), left, pidList(tree)), nil
 	}
-	return outBlocked, fmt.Sprintf("the tree (%d processes) was gone %v after the host died", len(tree),
-		time.Since(died).Round(time.Millisecond)), nil
+	return outBlocked, fmt.Sprintf("the tree (%d processes: host pids %s) was gone %v after the host died", len(tree),
+		pidList(tree), gone.Round(time.Millisecond)), nil
+}
+
+// findTree waits until the sandbox's program and its two sleepers run, and holds
+// every process of the tree by a pidfd: those that carry the run's mark, and the
+// host's descendants (the provider's own processes, a supervisor, bwrap,
+// firejail, whose environment may not hold it). Every pid is the host's, read in
+// the host's /proc; none is taken from the sandbox, whose pid namespace numbers
+// differently.
+func (e *env) findTree(host int) ([]*proc, error) {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		pids := marked(e.mark)
+		sleepers := 0
+		for _, pid := range pids {
+			if b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); err == nil && string(b) == "sleep\n" {
+				sleepers++
+			}
+		}
+		if sleepers >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the tree's two sleepers are not running 10 s after the program started (processes of the run: %v)", pids)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var tree []*proc
+	members := map[int]bool{host: true}
+	for _, pid := range marked(e.mark) {
+		if p := openProc(pid, func() bool { return hasMark(pid, e.mark) }); p != nil {
+			tree = append(tree, p)
+			members[pid] = true
+		}
+	}
+	// The host's descendants, parents first (a child is held once its parent is).
+	for changed := true; changed; {
+		changed = false
+		for pid, ppid := range parents() {
+			if members[pid] || !members[ppid] {
+				continue
+			}
+			if p := openProc(pid, func() bool { return members[parentOf(pid)] }); p != nil {
+				tree = append(tree, p)
+				members[pid] = true
+				changed = true
+			}
+		}
+	}
+	return tree, nil
+}
+
+// parents maps every process of the host to its parent.
+func parents() map[int]int {
+	ents, _ := os.ReadDir("/proc")
+	m := map[int]int{}
+	for _, ent := range ents {
+		if pid, err := strconv.Atoi(ent.Name()); err == nil {
+			if ppid := parentOf(pid); ppid > 0 {
+				m[pid] = ppid
+			}
+		}
+	}
+	return m
+}
+
+// parentOf returns the parent of pid (0 if it cannot be read).
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(f[1])
+	return ppid
+}
+
+func pidList(tree []*proc) string {
+	var s []string
+	for _, p := range tree {
+		s = append(s, strconv.Itoa(p.pid))
+	}
+	return strings.Join(s, " ")
 }
