@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -59,5 +61,61 @@ func TestEvalPoolRunsTwoAtOnce(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestEval100ConcurrentEvaluations: 100 callers call Eval at the same moment on
+// a sandbox of two processes; each gets its own answer, and after Close no
+// process, descriptor or goroutine is left.
+func TestEval100ConcurrentEvaluations(t *testing.T) {
+	ctx := context.Background()
+	warm := evalSandbox(t, limitRules, pysandboxes.WithEvalPool(2))
+	if _, err := warm.Eval(ctx, "1", nil); err != nil {
+		t.Fatal(err)
+	}
+	warm.Close()
+	time.Sleep(100 * time.Millisecond)
+	beforeFDs := openFDs(t)
+	beforeG := runtime.NumGoroutine()
+
+	sb := evalSandbox(t, limitRules, pysandboxes.WithEvalPool(2))
+	const n = 100
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			v, err := sb.Eval(ctx, "i * i + len(bytes(i))", map[string]any{"i": i})
+			if err != nil || v != int64(i*i+i) {
+				errs <- fmt.Errorf("caller %d: %v, %v", i, v, err)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+
+	if err := sb.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if kids := childrenOf(os.Getpid()); len(kids) != 0 {
+		t.Errorf("children left: %v", kids)
+	}
+	if after := openFDs(t); after != beforeFDs {
+		t.Errorf("descriptors: %d before, %d after", beforeFDs, after)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > beforeG && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if g := runtime.NumGoroutine(); g > beforeG {
+		buf := make([]byte, 1<<20)
+		t.Errorf("goroutines: %d before, %d after\n%s", beforeG, g, buf[:runtime.Stack(buf, true)])
 	}
 }
