@@ -29,8 +29,8 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 type config struct {

@@ -16,9 +16,9 @@ import (
 	"context"
 	"os"
 
-	"github.com/pysandboxes/pysandboxes/internal/cli"
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
+	"github.com/pysandboxes/pysandboxes/internal/cli"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
 )

@@ -29,13 +29,13 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
-	"github.com/pysandboxes/pysandboxes/internal/pysb"
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
+	"github.com/pysandboxes/pysandboxes/internal/pysb"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // ExitConfig is the exit status when the rules or the sandbox cannot be set up

@@ -39,9 +39,9 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
+	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {
