@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 const callUsage = `Usage: pysandboxes call [OPTIONS] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]
@@ -58,19 +57,13 @@ const (
 )
 
 type callOptions struct {
-	config   string
-	noConfig bool
-	provider string
-	accept   pysandboxes.Capability
-	python   string
-	paths    []string
-	dir      string
-	init     string
-	timeout  time.Duration
-	verbose  bool
-	rules    []string
-	fn       string
-	args     []any
+	commonOptions
+	paths   []string
+	dir     string
+	init    string
+	timeout time.Duration
+	fn      string
+	args    []any
 }
 
 var callValueOptions = map[string]bool{
@@ -80,45 +73,9 @@ var callValueOptions = map[string]bool{
 
 func parseCallArgs(args []string) (*callOptions, error) {
 	o := &callOptions{}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
-		}
-		if a == "-v" || a == "--verbose" {
-			o.verbose = true
-			continue
-		}
-		if a == "--no-config" {
-			o.noConfig = true
-			continue
-		}
-		if !strings.HasPrefix(a, "-") {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			return nil, fmt.Errorf("unknown option %q", a)
-		}
-		name, value, hasValue := splitOption(a)
-		if callValueOptions[name] {
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, fmt.Errorf("option --%s needs a value", name)
-				}
-				i++
-				value = args[i]
-			}
-			if err := o.set(name, value); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if name == "" {
-			return nil, fmt.Errorf("bad option %q", a)
-		}
-		o.rules = append(o.rules, name+"="+value)
+	i, err := o.parse(args, callValueOptions, false, nil, o.set)
+	if err != nil {
+		return nil, err
 	}
 	if i >= len(args) {
 		return nil, errors.New("no function given (MODULE:FUNC)")
@@ -134,8 +91,8 @@ func parseCallArgs(args []string) (*callOptions, error) {
 		}
 		o.args = append(o.args, v)
 	}
-	if o.config != "" && o.noConfig {
-		return nil, errors.New("--config and --no-config exclude each other")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -150,16 +107,6 @@ func quoteArg(s string) string {
 func (o *callOptions) set(name, value string) error {
 	var err error
 	switch name {
-	case "config":
-		o.config = value
-	case "os-sandbox":
-		o.provider = value
-	case "accept-unenforced":
-		var c pysandboxes.Capability
-		c, err = pysandboxes.ParseCapabilities(value)
-		o.accept |= c
-	case "python":
-		o.python = value
 	case "path":
 		o.paths = append(o.paths, value)
 	case "dir":
@@ -168,6 +115,8 @@ func (o *callOptions) set(name, value string) error {
 		o.init = value
 	case "timeout":
 		o.timeout, err = parseDuration(value)
+	default:
+		err = o.commonOptions.set(name, value)
 	}
 	if err != nil {
 		return fmt.Errorf("--%s %q: %v", name, value, err)
@@ -191,34 +140,12 @@ func call(ctx context.Context, args []string, env *Env) int {
 		return ExitUsage
 	}
 	log := logger(env.Stderr, o.verbose)
-	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log}
-	var pol *policy.Policy
-	if o.noConfig {
-		pol, err = policy.Parse(ctx, "", nil, popts)
-	} else {
-		file := o.config
-		if file == "" {
-			file, _ = policy.Discover(policy.Discovery{})
-		}
-		pol, err = policy.Load(ctx, file, popts)
-	}
+	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config to call with the rules of the command line only")
 	if err != nil {
-		var me *policy.MissingError
-		if errors.As(err, &me) && o.config == "" {
-			fmt.Fprintf(env.Stderr, "pysandboxes call: %v (name one with --config FILE, or use --no-config to call with the rules of the command line only)\n", err)
-		} else {
-			fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", err)
-		}
+		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", err)
 		return ExitCallFailed
 	}
-	sbOpts := []pysandboxes.Option{pysandboxes.WithLogger(log), pysandboxes.AcceptUnenforced(o.accept),
-		pysandboxes.WithCallOutput(env.Stdout, env.Stderr)}
-	if o.provider != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithProvider(o.provider))
-	}
-	if o.python != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithPython(o.python))
-	}
+	sbOpts := o.sandboxOptions(log, pysandboxes.WithCallOutput(env.Stdout, env.Stderr))
 	if len(o.paths) > 0 {
 		sbOpts = append(sbOpts, pysandboxes.WithPythonPath(o.paths...))
 	}

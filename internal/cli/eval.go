@@ -10,7 +10,6 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/evalguard"
-	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
 
@@ -62,18 +61,12 @@ const (
 )
 
 type evalOptions struct {
-	config   string
-	noConfig bool
-	profile  string
-	exec     bool
-	names    map[string]any
-	provider string
-	accept   pysandboxes.Capability
-	python   string
-	memory   uint64
-	verbose  bool
-	rules    []string
-	source   string
+	commonOptions
+	profile string
+	exec    bool
+	names   map[string]any
+	memory  uint64
+	source  string
 }
 
 var evalValueOptions = map[string]bool{
@@ -83,48 +76,16 @@ var evalValueOptions = map[string]bool{
 
 func parseEvalArgs(args []string, stdin io.Reader) (*evalOptions, error) {
 	o := &evalOptions{}
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			i++
-			break
+	execFlag := func(a string) bool {
+		if a != "--exec" {
+			return false
 		}
-		switch a {
-		case "-v", "--verbose":
-			o.verbose = true
-			continue
-		case "--no-config":
-			o.noConfig = true
-			continue
-		case "--exec":
-			o.exec = true
-			continue
-		}
-		if a == "-" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			return nil, fmt.Errorf("unknown option %q", a)
-		}
-		name, value, hasValue := splitOption(a)
-		if evalValueOptions[name] {
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, fmt.Errorf("option --%s needs a value", name)
-				}
-				i++
-				value = args[i]
-			}
-			if err := o.set(name, value); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if name == "" {
-			return nil, fmt.Errorf("bad option %q", a)
-		}
-		o.rules = append(o.rules, name+"="+value)
+		o.exec = true
+		return true
+	}
+	i, err := o.parse(args, evalValueOptions, true, execFlag, o.set)
+	if err != nil {
+		return nil, err
 	}
 	switch rest := args[i:]; {
 	case len(rest) == 0:
@@ -140,8 +101,8 @@ func parseEvalArgs(args []string, stdin io.Reader) (*evalOptions, error) {
 	default:
 		o.source = rest[0]
 	}
-	if o.config != "" && o.noConfig {
-		return nil, errors.New("--config and --no-config exclude each other")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -149,8 +110,6 @@ func parseEvalArgs(args []string, stdin io.Reader) (*evalOptions, error) {
 func (o *evalOptions) set(name, value string) error {
 	var err error
 	switch name {
-	case "config":
-		o.config = value
 	case "profile":
 		o.profile = value
 	case "names":
@@ -167,16 +126,10 @@ func (o *evalOptions) set(name, value string) error {
 				err = errors.New("not a JSON object")
 			}
 		}
-	case "os-sandbox":
-		o.provider = value
-	case "accept-unenforced":
-		var c pysandboxes.Capability
-		c, err = pysandboxes.ParseCapabilities(value)
-		o.accept |= c
-	case "python":
-		o.python = value
 	case "memory":
 		o.memory, err = parseSize(value)
+	default:
+		err = o.commonOptions.set(name, value)
 	}
 	if err != nil {
 		return fmt.Errorf("--%s %s: %v", name, quoteArg(value), err)
@@ -204,34 +157,12 @@ func evalCmd(ctx context.Context, args []string, env *Env) int {
 		return ExitUsage
 	}
 	log := logger(env.Stderr, o.verbose)
-	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log}
-	var pol *policy.Policy
-	if o.noConfig {
-		pol, err = policy.Parse(ctx, "", nil, popts)
-	} else {
-		file := o.config
-		if file == "" {
-			file, _ = policy.Discover(policy.Discovery{})
-		}
-		pol, err = policy.Load(ctx, file, popts)
-	}
+	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config with rules such as --eval-syntax=arith")
 	if err != nil {
-		var me *policy.MissingError
-		if errors.As(err, &me) && o.config == "" {
-			fmt.Fprintf(env.Stderr, "pysandboxes eval: %v (name one with --config FILE, or use --no-config with rules such as --eval-syntax=arith)\n", err)
-		} else {
-			fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
-		}
+		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
 		return ExitSandbox
 	}
-	sbOpts := []pysandboxes.Option{pysandboxes.WithLogger(log), pysandboxes.AcceptUnenforced(o.accept),
-		pysandboxes.WithCallOutput(env.Stdout, env.Stderr)}
-	if o.provider != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithProvider(o.provider))
-	}
-	if o.python != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithPython(o.python))
-	}
+	sbOpts := o.sandboxOptions(log, pysandboxes.WithCallOutput(env.Stdout, env.Stderr))
 	if o.memory > 0 {
 		sbOpts = append(sbOpts, pysandboxes.WithEvalLimits(pysandboxes.EvalLimits{Memory: o.memory}))
 	}

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 const runUsage = `Usage: pysandboxes run [OPTIONS] [--RULE=VALUE ...] -- CMD [ARGS...]
@@ -46,15 +45,10 @@ Exit status: CMD's, or 124 after --timeout, 125 when the sandbox could not start
 const ExitTimeout = 124
 
 type runOptions struct {
-	config   string
-	noConfig bool
-	provider string
-	accept   pysandboxes.Capability
-	timeout  time.Duration
-	limits   pysandboxes.Limits
-	verbose  bool
-	rules    []string
-	command  []string
+	commonOptions
+	timeout time.Duration
+	limits  pysandboxes.Limits
+	command []string
 }
 
 // valueOptions are the options of run that take a value.
@@ -66,50 +60,16 @@ var valueOptions = map[string]bool{
 
 func parseRunArgs(args []string) (*runOptions, error) {
 	o := &runOptions{}
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		switch {
-		case a == "--":
-			o.command = args[i+1:]
-			i = len(args)
-			continue
-		case a == "-v" || a == "--verbose":
-			o.verbose = true
-			continue
-		case a == "--no-config":
-			o.noConfig = true
-			continue
-		case !strings.HasPrefix(a, "-") || a == "-":
-			o.command = args[i:]
-			i = len(args)
-			continue
-		case !strings.HasPrefix(a, "--"):
-			return nil, fmt.Errorf("unknown option %q", a)
-		}
-		name, value, hasValue := splitOption(a)
-		if valueOptions[name] {
-			if !hasValue {
-				if i+1 >= len(args) {
-					return nil, fmt.Errorf("option --%s needs a value", name)
-				}
-				i++
-				value = args[i]
-			}
-			if err := o.set(name, value); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if name == "" {
-			return nil, fmt.Errorf("bad option %q", a)
-		}
-		o.rules = append(o.rules, name+"="+value)
+	i, err := o.parse(args, valueOptions, true, nil, o.set)
+	if err != nil {
+		return nil, err
 	}
+	o.command = args[i:]
 	if len(o.command) == 0 {
 		return nil, errors.New("no command given")
 	}
-	if o.config != "" && o.noConfig {
-		return nil, errors.New("--config and --no-config exclude each other")
+	if err := o.check(); err != nil {
+		return nil, err
 	}
 	return o, nil
 }
@@ -117,14 +77,6 @@ func parseRunArgs(args []string) (*runOptions, error) {
 func (o *runOptions) set(name, value string) error {
 	var err error
 	switch name {
-	case "config":
-		o.config = value
-	case "os-sandbox":
-		o.provider = value
-	case "accept-unenforced":
-		var c pysandboxes.Capability
-		c, err = pysandboxes.ParseCapabilities(value)
-		o.accept |= c
 	case "timeout":
 		o.timeout, err = parseDuration(value)
 	case "limit-cpu":
@@ -141,6 +93,8 @@ func (o *runOptions) set(name, value string) error {
 		var n uint64
 		n, err = parseSize(value)
 		o.limits.Output = int64(min(n, 1<<62))
+	default:
+		err = o.commonOptions.set(name, value)
 	}
 	if err != nil {
 		return fmt.Errorf("--%s %q: %v", name, value, err)
@@ -202,32 +156,12 @@ func run(ctx context.Context, args []string, env *Env) int {
 		return ExitSandbox
 	}
 	log := logger(env.Stderr, o.verbose)
-	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log}
-	var pol *policy.Policy
-	switch {
-	case o.noConfig:
-		pol, err = policy.Parse(ctx, "", nil, popts)
-	default:
-		file := o.config
-		if file == "" {
-			file, _ = policy.Discover(policy.Discovery{})
-		}
-		pol, err = policy.Load(ctx, file, popts)
-	}
+	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config to run with the rules of the command line only")
 	if err != nil {
-		var me *policy.MissingError
-		if errors.As(err, &me) && o.config == "" {
-			fmt.Fprintf(env.Stderr, "pysandboxes run: %v (name one with --config FILE, or use --no-config to run with the rules of the command line only)\n", err)
-		} else {
-			fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
-		}
+		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
 		return ExitSandbox
 	}
-	sbOpts := []pysandboxes.Option{pysandboxes.WithLogger(log), pysandboxes.WithLimits(o.limits),
-		pysandboxes.AcceptUnenforced(o.accept)}
-	if o.provider != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithProvider(o.provider))
-	}
+	sbOpts := o.sandboxOptions(log, pysandboxes.WithLimits(o.limits))
 	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
