@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 )
 
 // TestCapabilitiesTable: what the provider claims, with and without seccomp,
@@ -47,7 +48,7 @@ func TestRegisteredCapabilities(t *testing.T) {
 		t.Skip(err)
 	}
 	h := p.host()
-	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= listenABI); got != want {
+	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }

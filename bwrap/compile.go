@@ -9,6 +9,7 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -74,8 +75,8 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			"UDP is not refused entirely, as a policy without a UDP rule needs; add net=DENY|udp|*|53|OUT, or accept the capability %s",
 			h.seccompErr, pysandboxes.CapUDPDeny)
 	}
-	if h.landlock >= listenABI && h.seccompErr == nil {
-		st, err := listenStage(pol.Network())
+	if h.landlock >= nsutil.ListenABI && h.seccompErr == nil {
+		st, err := nsutil.ListenStage(pol.Network())
 		if err != nil {
 			return nil, err
 		}

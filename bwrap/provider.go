@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
@@ -93,23 +93,14 @@ func probeHost(binary string) hostState {
 		h.err = fmt.Errorf("bubblewrap %s is too old: 0.8.0 or later is needed (--disable-userns, --args)", h.version)
 		return h
 	}
-	help, _ := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
-	h.known = map[string]bool{}
-	for _, m := range optionRE.FindAllSubmatch(help, -1) {
-		h.known[string(m[1])] = true
-	}
+	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
 	for _, need := range []string{"args", "seccomp", "info-fd", "die-with-parent", "disable-userns", "cap-drop", "clearenv", "setenv", "unshare-user"} {
 		if !h.known[need] {
 			h.err = fmt.Errorf("%s (bubblewrap %s) lacks --%s", binary, h.version, need)
 			return h
 		}
 	}
-	for _, env := range []string{"/usr/bin/env", "/bin/env"} {
-		if st, err := os.Stat(env); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			h.env = env
-			break
-		}
-	}
+	h.env = nsutil.Env()
 	// One real run: the namespaces this provider always asks for.
 	cmd := exec.CommandContext(ctx, binary, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
 		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
@@ -144,7 +135,7 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= listenABI)
+	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI)
 }
 
 // capabilities is what the provider enforces when bwrap works (ok), with or
@@ -244,7 +235,7 @@ func (p *Provider) Details() []string {
 	} else {
 		out = append(out, "network: loopback only without net= rules; with rules, the network filter (internal/netfilter) on the sandbox's namespace, set up while bwrap holds the program")
 	}
-	if h.landlock >= listenABI && h.seccompErr == nil {
+	if h.landlock >= nsutil.ListenABI && h.seccompErr == nil {
 		out = append(out, fmt.Sprintf("listening: Landlock ABI %d TCP bind rules (only the ports of IN rules), MPTCP refused by seccomp", h.landlock))
 	} else {
 		out = append(out, "listening: not refused (needs Landlock ABI 4 and seccomp): tcp-ports is not claimed")

@@ -10,6 +10,7 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -94,7 +95,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		return nil, errors.Join(errs...)
 	}
 	if h.listen {
-		st, err := listenStage(pol.Network())
+		st, err := nsutil.ListenStage(pol.Network())
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
@@ -77,7 +78,7 @@ func (p *Provider) host() hostState {
 func probeHost(binary string) hostState {
 	var h hostState
 	abi, _ := supervise.LandlockABI()
-	h.listen = abi >= listenABI && os.Geteuid() == 0
+	h.listen = abi >= nsutil.ListenABI && os.Geteuid() == 0
 	if binary == "" {
 		path, err := exec.LookPath("firejail")
 		if err != nil {
@@ -113,11 +114,7 @@ func probeHost(binary string) hostState {
 		return h
 	}
 	h.version = string(m[1])
-	help, _ := exec.CommandContext(ctx, binary, "--help").CombinedOutput()
-	h.known = map[string]bool{}
-	for _, m := range optionRE.FindAllSubmatch(help, -1) {
-		h.known[string(m[1])] = true
-	}
+	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
 	for _, need := range required {
 		if !h.known[need] {
 			h.err = fmt.Errorf("%s (firejail %s) lacks --%s: firejail 0.9.72 or later is needed", binary, h.version, need)
@@ -131,12 +128,7 @@ func probeHost(binary string) hostState {
 			h.syscalls[f[2]] = true
 		}
 	}
-	for _, env := range []string{"/usr/bin/env", "/bin/env"} {
-		if st, err := os.Stat(env); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			h.env = env
-			break
-		}
-	}
+	h.env = nsutil.Env()
 	// One real run: firejail must isolate the program (a pid namespace). In a
 	// container firejail may decide it is already sandboxed and run the program
 	// without any isolation.
