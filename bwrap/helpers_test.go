@@ -1,137 +1,44 @@
 package bwrap_test
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	"github.com/pysandboxes/pysandboxes/internal/seccomp"
-	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// python is the real interpreter (never the python3 found on PATH, which may be a
-// slow shell shim).
-func python(t testing.TB) string {
-	t.Helper()
-	p, err := filepath.EvalSymlinks("/usr/bin/python3")
-	if err != nil {
-		t.Skip("no /usr/bin/python3")
-	}
-	return p
-}
+// providerName is the provider these tests run.
+const providerName = "bwrap"
 
-func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+// The shared test support of the providers (package internal/providertest), by
+// the names these tests use.
+var (
+	python         = providertest.Python
+	quietLogger    = providertest.QuietLogger
+	build          = providertest.Build
+	requireSeccomp = providertest.RequireSeccomp
+	run            = providertest.Run
+	py             = providertest.Py
+	expectLine     = providertest.ExpectLine
+	writeFile      = providertest.WriteFile
+)
+
+const tryPrelude = providertest.TryPrelude
 
 // requireBwrap skips the test when bwrap cannot run here.
 func requireBwrap(t testing.TB) pysandboxes.Provider {
 	t.Helper()
-	p, ok := pysandboxes.Lookup("bwrap")
-	if !ok {
-		t.Fatal("bwrap is not registered")
-	}
-	if err := p.Probe(context.Background()); err != nil {
-		t.Skipf("bwrap unavailable: %v", err)
-	}
-	return p
+	return providertest.Require(t, providerName)
 }
 
-// requireSeccomp skips a test that asserts a denial made by the seccomp filter.
-func requireSeccomp(t testing.TB) {
+func requireProvider(t testing.TB) pysandboxes.Provider {
 	t.Helper()
-	if err := seccomp.Available(); err != nil {
-		t.Skipf("seccomp unavailable: %v", err)
-	}
-}
-
-// build makes a policy from rule lines.
-func build(t testing.TB, lines ...string) *policy.Policy {
-	t.Helper()
-	pol, err := buildErr(lines...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pol
-}
-
-func buildErr(lines ...string) (*policy.Policy, error) {
-	b := policy.NewBuilder()
-	for _, l := range lines {
-		k, v, _ := strings.Cut(l, "=")
-		b.Rule(k, v)
-	}
-	return b.Build(context.Background(), &policy.Options{Env: []string{"PATH=/usr/bin:/bin"}})
+	return providertest.Require(t, providerName)
 }
 
 // sandbox makes a bwrap sandbox for the rule lines.
 func sandbox(t testing.TB, lines []string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
 	t.Helper()
-	requireBwrap(t)
-	opts = append([]pysandboxes.Option{pysandboxes.WithProvider("bwrap"), pysandboxes.WithLogger(quietLogger())}, opts...)
-	sb, err := pysandboxes.New(context.Background(), build(t, lines...), opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return sb
+	return providertest.Sandbox(t, providerName, lines, opts...)
 }
-
-// run runs a command in the sandbox and returns its combined output and error.
-func run(t testing.TB, sb *pysandboxes.Sandbox, name string, args ...string) (string, error) {
-	t.Helper()
-	cmd := sb.Command(context.Background(), name, args...)
-	out, err := cmd.CombinedOutput()
-	return string(out), err
-}
-
-// py runs Python code in the sandbox (isolated mode) and returns its output,
-// failing on a non-zero exit.
-func py(t testing.TB, sb *pysandboxes.Sandbox, code string, args ...string) string {
-	t.Helper()
-	out, err := run(t, sb, python(t), append([]string{"-I", "-c", code}, args...)...)
-	if err != nil {
-		t.Fatalf("python failed: %v\n%s", err, out)
-	}
-	return out
-}
-
-// tryPrelude is Python code whose attempt() prints "label OK result" or the errno
-// name of the failure.
-const tryPrelude = `import errno, os, socket, sys
-def attempt(label, f):
-    try:
-        r = f()
-        print(label, "OK", r)
-    except OSError as e:
-        print(label, errno.errorcode.get(e.errno, e.errno))
-`
-
-// expectLine asserts that the output holds the line want.
-func expectLine(t testing.TB, out, want string) {
-	t.Helper()
-	for _, l := range strings.Split(out, "\n") {
-		if strings.TrimSpace(l) == want {
-			return
-		}
-	}
-	t.Errorf("output lacks %q:\n%s", want, out)
-}
-
-func writeFile(t testing.TB, path, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// providerName is the provider these tests run.
-const providerName = "bwrap"
-
-func requireProvider(t testing.TB) pysandboxes.Provider { return requireBwrap(t) }

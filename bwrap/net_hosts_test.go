@@ -58,7 +58,7 @@ print("hosts", [l for l in open("/etc/hosts").read().splitlines() if l.startswit
 // behind.
 func TestNetNoLeaks(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT"})
+	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT"})
 	ctx := context.Background()
 	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
 		t.Fatal(err)

@@ -62,7 +62,7 @@ print("hosts", [l for l in open("/etc/hosts").read().splitlines() if l.startswit
 // behind.
 func TestNetNoLeaks(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT"})
+	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT"})
 	ctx := context.Background()
 	nsBefore := namedNamespaces()
 	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
@@ -121,7 +121,7 @@ func namedNamespaces() []string {
 // names no resolver (pinned names still resolve through /etc/hosts).
 func TestNetResolverRefusedByRule(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT", "net=DENY|udp|*|53|OUT"})
+	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT", "net=DENY|udp|*|53|OUT"})
 	out := py(t, sb, netPrelude+`
 attempt("resolv", lambda: open("/etc/resolv.conf").read())
 attempt("dns", lambda: udp("10.0.2.3", 53))

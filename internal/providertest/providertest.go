@@ -1,0 +1,167 @@
+// Package providertest is test support for the OS providers' own tests (landlock,
+// unshare, bwrap, firejail): it makes policies and sandboxes for a provider named
+// by the caller, runs commands and Python code in them, and builds the test
+// network the network tests send their traffic to. Only tests import it.
+package providertest
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// Python returns the real interpreter (never the python3 found on PATH, which
+// may be a slow shell shim), skipping the test without one.
+func Python(t testing.TB) string {
+	t.Helper()
+	p, err := filepath.EvalSymlinks("/usr/bin/python3")
+	if err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	return p
+}
+
+// QuietLogger is a logger that drops everything.
+func QuietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// Require returns the registered provider name, skipping the test when it cannot
+// run here (saying why) and failing it when no such provider is registered.
+func Require(t testing.TB, name string) pysandboxes.Provider {
+	t.Helper()
+	p, ok := pysandboxes.Lookup(name)
+	if !ok {
+		t.Fatal(name + " is not registered")
+	}
+	if err := p.Probe(context.Background()); err != nil {
+		t.Skipf("%s unavailable: %v", name, err)
+	}
+	return p
+}
+
+// RequireSeccomp skips a test that asserts a denial made by the seccomp filter.
+func RequireSeccomp(t testing.TB) {
+	t.Helper()
+	if err := seccomp.Available(); err != nil {
+		t.Skipf("seccomp unavailable: %v", err)
+	}
+}
+
+// Build makes a policy from rule lines ("key=value"), with PATH=/usr/bin:/bin as
+// the environment it is built in.
+func Build(t testing.TB, lines ...string) *policy.Policy {
+	t.Helper()
+	pol, err := BuildErr(lines...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pol
+}
+
+// BuildErr is Build returning the error.
+func BuildErr(lines ...string) (*policy.Policy, error) {
+	b := policy.NewBuilder()
+	for _, l := range lines {
+		k, v, ok := strings.Cut(l, "=")
+		if !ok {
+			return nil, fmt.Errorf("bad rule %q", l)
+		}
+		b.Rule(k, v)
+	}
+	return b.Build(context.Background(), &policy.Options{Env: []string{"PATH=/usr/bin:/bin"}})
+}
+
+// Sandbox makes a sandbox of the provider name for the rule lines (skipping the
+// test when the provider cannot run here), with a quiet logger and then opts.
+func Sandbox(t testing.TB, name string, lines []string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
+	t.Helper()
+	Require(t, name)
+	opts = append([]pysandboxes.Option{pysandboxes.WithProvider(name), pysandboxes.WithLogger(QuietLogger())}, opts...)
+	sb, err := pysandboxes.New(context.Background(), Build(t, lines...), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sb
+}
+
+// Run runs a command in the sandbox and returns its combined output and error.
+func Run(t testing.TB, sb *pysandboxes.Sandbox, name string, args ...string) (string, error) {
+	t.Helper()
+	cmd := sb.Command(context.Background(), name, args...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// Sh runs a shell script in the sandbox, failing on a non-zero exit.
+func Sh(t testing.TB, sb *pysandboxes.Sandbox, script string, args ...string) string {
+	t.Helper()
+	out, err := Run(t, sb, "/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+	if err != nil {
+		t.Fatalf("sh failed: %v\n%s", err, out)
+	}
+	return out
+}
+
+// Py runs Python code in the sandbox (isolated mode, so the host's environment
+// and user site do not matter) and returns its output, failing on a non-zero
+// exit.
+func Py(t testing.TB, sb *pysandboxes.Sandbox, code string, args ...string) string {
+	t.Helper()
+	out, err := Run(t, sb, Python(t), append([]string{"-I", "-c", code}, args...)...)
+	if err != nil {
+		t.Fatalf("python failed: %v\n%s", err, out)
+	}
+	return out
+}
+
+// TryPrelude is Python code whose attempt(label, f) prints "label OK <result>" or
+// the errno name of the failure of f().
+const TryPrelude = `import errno, os, socket, sys
+def attempt(label, f):
+    try:
+        r = f()
+        print(label, "OK", r)
+    except OSError as e:
+        print(label, errno.errorcode.get(e.errno, e.errno))
+`
+
+// ExpectLine asserts that the output holds the line want.
+func ExpectLine(t testing.TB, out, want string) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if strings.TrimSpace(l) == want {
+			return
+		}
+	}
+	t.Errorf("output lacks %q:\n%s", want, out)
+}
+
+// WriteFile writes content to path, making its directories.
+func WriteFile(t testing.TB, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TempDir makes a temporary directory that every user can reach (the sandbox's
+// root may stand for another user than the test's).
+func TempDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	return dir
+}
