@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestNoLeaksAfter50Runs: no descriptor, process, mount or temporary file is left
@@ -24,7 +25,7 @@ func TestNoLeaksAfter50Runs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mountsBefore, _ := os.ReadFile("/proc/self/mountinfo")
+	mountsBefore := providertest.HostMounts(t)
 	const n = 50
 	for i := 0; i < n; i++ {
 		name, args := "/bin/true", []string(nil)
@@ -44,7 +45,7 @@ func TestNoLeaksAfter50Runs(t *testing.T) {
 	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
 		t.Errorf("temporary files left: %v", ents)
 	}
-	if mountsAfter, _ := os.ReadFile("/proc/self/mountinfo"); string(mountsAfter) != string(mountsBefore) {
-		t.Errorf("the host's mounts changed")
+	if after := providertest.Settled(mountsBefore, func() string { return providertest.HostMounts(t) }); after != mountsBefore {
+		t.Errorf("the host's mounts changed:\nbefore:\n%s\nafter:\n%s", mountsBefore, after)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestNoLeaksAfter100Runs: no descriptor, process, mount or temporary file is
@@ -58,7 +59,7 @@ func TestNoLeaksAfter100Runs(t *testing.T) {
 	if after := countFDs(t); after != fds {
 		t.Errorf("descriptors: %d before, %d after %d runs", fds, after, n)
 	}
-	if after := mountCount(t); after != mounts {
+	if after := providertest.Settled(mounts, func() int { return mountCount(t) }); after != mounts {
 		t.Errorf("mounts of the host: %d before, %d after %d runs", mounts, after, n)
 	}
 	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {
@@ -93,10 +94,10 @@ func TestNoLeaksWithFilter(t *testing.T) {
 	if after := countFDs(t); after != fds {
 		t.Errorf("descriptors: %d before, %d after", fds, after)
 	}
-	if after := mountCount(t); after != mounts {
+	if after := providertest.Settled(mounts, func() int { return mountCount(t) }); after != mounts {
 		t.Errorf("mounts of the host: %d before, %d after", mounts, after)
 	}
-	if after := len(slirpProcesses()); after != stacks {
+	if after := providertest.Settled(stacks, func() int { return len(slirpProcesses()) }); after != stacks {
 		t.Errorf("egress stacks: %d before, %d after", stacks, after)
 	}
 	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {

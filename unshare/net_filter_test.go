@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
 
@@ -319,17 +320,7 @@ func testNetwork(t *testing.T) *testServer {
 }
 
 // slirpProcesses lists the running slirp4netns processes.
-func slirpProcesses() []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		if b, err := os.ReadFile("/proc/" + e.Name() + "/comm"); err == nil && strings.TrimSpace(string(b)) == "slirp4netns" {
-			n, _ := strconv.Atoi(e.Name())
-			out = append(out, n)
-		}
-	}
-	return out
-}
+func slirpProcesses() []int { return providertest.Slirps() }
 
 // freePort returns a TCP port of the host's loopback that is free now.
 func freePort(t testing.TB) int {

@@ -222,10 +222,35 @@ func Slirps() []int {
 	for _, e := range ents {
 		b, err := os.ReadFile("/proc/" + e.Name() + "/comm")
 		if err == nil && strings.TrimSpace(string(b)) == "slirp4netns" {
-			if pid, err := strconv.Atoi(e.Name()); err == nil {
+			if pid, err := strconv.Atoi(e.Name()); err == nil && descendant(pid, os.Getpid()) {
 				out = append(out, pid)
 			}
 		}
 	}
 	return out
+}
+
+// descendant reports whether pid is a descendant of ancestor (the egress stacks
+// of other test binaries running at the same time are not this test's).
+func descendant(pid, ancestor int) bool {
+	for range 32 {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 2 {
+			return false
+		}
+		ppid, err := strconv.Atoi(f[1])
+		if err != nil || ppid <= 1 {
+			return false
+		}
+		if ppid == ancestor {
+			return true
+		}
+		pid = ppid
+	}
+	return false
 }

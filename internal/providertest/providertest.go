@@ -11,8 +11,10 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -164,4 +166,37 @@ func TempDir(t testing.TB) string {
 		os.Chmod(d, 0o755)
 	}
 	return dir
+}
+
+// Settled calls f until it returns want, for up to 10 seconds, and returns its
+// last answer. Host-wide counts (the host's mounts, the egress stacks running)
+// also move with the tests of other packages that `go test ./...` runs at the
+// same time, for as long as those tests run; what a sandbox leaked stays.
+func Settled[T comparable](want T, f func() T) T {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		got := f()
+		if got == want || time.Now().After(deadline) {
+			return got
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// HostMounts returns the mount table of this process's mount namespace (the
+// host's), one mount point per line, sorted.
+func HostMounts(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var points []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if f := strings.Fields(line); len(f) > 4 {
+			points = append(points, f[4])
+		}
+	}
+	slices.Sort(points)
+	return strings.Join(points, "\n")
 }
