@@ -280,8 +280,9 @@ func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h ho
 		}
 		a = append(a, "--remount-ro", m.Path)
 	}
-	// The working directory: where it is shown, else an empty directory at its
-	// path (relative paths then find nothing).
+	// The working directory: where it is shown, else / (no directory is made on
+	// the way to a path the policy does not show: a working directory under
+	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=).
 	dir := req.Dir
 	if dir == "" {
 		dir, _ = os.Getwd()
@@ -296,11 +297,7 @@ func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h ho
 	case hostview.Within(dir, "/dev"):
 		dir = "/"
 	default:
-		if _, masked := view.Masked(dir); masked {
-			dir = "/"
-		} else {
-			a = append(a, "--dir", dir)
-		}
+		dir = "/"
 	}
 	a = append(a, "--chdir", dir)
 	// The network filter's hosts file and resolver.
@@ -401,10 +398,6 @@ func skeleton(view *hostview.View, cwd string, extra ...string) []string {
 		for i := len(ups) - 1; i >= 0; i-- {
 			add(ups[i])
 		}
-	}
-	// The working directory made empty where it is not shown.
-	if _, shown := view.Visible(cwd); !shown && cwd != "/" {
-		add(cwd)
 	}
 	return out
 }
