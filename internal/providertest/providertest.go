@@ -183,8 +183,11 @@ func Settled[T comparable](want T, f func() T) T {
 	}
 }
 
-// HostMounts returns the mount table of this process's mount namespace (the
-// host's), one mount point per line, sorted.
+// HostMounts returns the mounts of this process's mount namespace (the host's)
+// that a provider could leave behind: named network namespaces of the network
+// filter (/run/netns/pysandboxes-*) and anything under the temporary directory,
+// one mount point per line, sorted. (The tests of other packages running at the
+// same time make mounts of their own elsewhere.)
 func HostMounts(t testing.TB) string {
 	t.Helper()
 	b, err := os.ReadFile("/proc/self/mountinfo")
@@ -193,10 +196,15 @@ func HostMounts(t testing.TB) string {
 	}
 	var points []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(line); len(f) > 4 {
+		if f := strings.Fields(line); len(f) > 4 && (strings.Contains(f[4], "/pysandboxes-") || Within(f[4], os.TempDir())) {
 			points = append(points, f[4])
 		}
 	}
 	slices.Sort(points)
 	return strings.Join(points, "\n")
+}
+
+// Within reports whether path is dir or lies beneath it.
+func Within(path, dir string) bool {
+	return path == dir || strings.HasPrefix(path, strings.TrimSuffix(dir, "/")+"/")
 }

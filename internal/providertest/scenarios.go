@@ -1,0 +1,249 @@
+package providertest
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
+)
+
+// Scenarios runs the scenarios every launcher-based namespace provider (bwrap,
+// firejail) must pass, as subtests of t: processes (pid namespace, tree kill on
+// cancel, signals, exit status, a missing program), no leaks after 50 runs, and
+// resource limits.
+func Scenarios(t *testing.T, name string) {
+	for _, s := range []struct {
+		name string
+		run  func(*testing.T, string)
+	}{
+		{"HostProcessesInvisible", scenHostProcessesInvisible},
+		{"TreeKilledOnCancel", scenTreeKilledOnCancel},
+		{"SignalReachesProgram", scenSignalReachesProgram},
+		{"ExitStatusPassesThrough", scenExitStatusPassesThrough},
+		{"SignalDeathReported", scenSignalDeathReported},
+		{"MissingProgram", scenMissingProgram},
+		{"NoLeaksAfter50Runs", scenNoLeaksAfter50Runs},
+		{"ResourceLimitsApplied", scenResourceLimitsApplied},
+	} {
+		t.Run(s.name, func(t *testing.T) { s.run(t, name) })
+	}
+}
+
+// scenHostProcessesInvisible: the sandbox has its own pid namespace: /proc lists
+// only its own processes, and the host's (the test itself) cannot be signalled
+// (ESRCH).
+func scenHostProcessesInvisible(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil)
+	host := os.Getpid()
+	out := Py(t, sb, TryPrelude+`
+pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+print("pids", pids)
+print("count", len(pids))
+attempt("kill-host", lambda: os.kill(int(sys.argv[1]), 0))
+attempt("kill-1", lambda: os.kill(1, 0))
+`, strconv.Itoa(host))
+	ExpectLine(t, out, "kill-host ESRCH")
+	if !strings.Contains(out, "count 2") && !strings.Contains(out, "count 3") {
+		t.Errorf("the sandbox sees more than its own processes:\n%s", out)
+	}
+	if strings.Contains(out, " "+strconv.Itoa(host)+",") || strings.Contains(out, " "+strconv.Itoa(host)+"]") {
+		t.Errorf("the host's pid is listed:\n%s", out)
+	}
+}
+
+// scenTreeKilledOnCancel: cancelling the context ends the program and every
+// process it started (background ones too), and Wait reports the cancellation.
+func scenTreeKilledOnCancel(t *testing.T, name string) {
+	sb := Sandbox(t, name, []string{"expose-ro=/usr/bin"})
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := sb.Command(ctx, "/bin/sh", "-c", `sleep 1000 & sleep 1001 & (sh -c 'sleep 1002' &) ; echo started; wait`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(stdout).ReadString('\n')
+	if strings.TrimSpace(line) != "started" {
+		t.Fatalf("got %q", line)
+	}
+	defer cancel()
+	var sleeps []int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if sleeps = sleepers(); len(sleeps) >= 3 {
+			break
+		}
+	}
+	if len(sleeps) < 3 {
+		t.Fatalf("expected 3 sleeps, found %v", sleeps)
+	}
+	cancel()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		var ee *pysandboxes.ExitError
+		if !errors.As(err, &ee) || !errors.Is(err, context.Canceled) {
+			t.Errorf("Wait = %v, want an ExitError for the cancellation", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Wait did not return after cancel")
+	}
+	proctest.WaitGone(t, 5*time.Second, sleeps...)
+}
+
+// sleepers lists the "sleep 100x" processes of the host.
+func sleepers() []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil {
+			continue
+		}
+		if c := strings.ReplaceAll(string(b), "\x00", " "); strings.HasPrefix(c, "sleep 100") {
+			if pid, err := strconv.Atoi(e.Name()); err == nil {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// scenSignalReachesProgram: Cmd.Signal delivers the signal to the program itself
+// (a SIGTERM trapped by the shell), not to the launcher (bwrap, firejail).
+func scenSignalReachesProgram(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil)
+	cmd := sb.Command(context.Background(), "/bin/sh", "-c", `trap 'echo got-term; exit 7' TERM; echo ready; while :; do read x; done`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := bufio.NewReader(stdout)
+	if line, _ := r.ReadString('\n'); strings.TrimSpace(line) != "ready" {
+		t.Fatalf("got %q", line)
+	}
+	if err := cmd.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stdin.Write([]byte("\n")) // wake the read so the trap runs
+	line, _ := r.ReadString('\n')
+	err = cmd.Wait()
+	if strings.TrimSpace(line) != "got-term" || cmd.ExitCode() != 7 {
+		t.Fatalf("line %q, exit %d, err %v", line, cmd.ExitCode(), err)
+	}
+}
+
+// scenExitStatusPassesThrough: the program's exit code is Wait's.
+func scenExitStatusPassesThrough(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil)
+	err := sb.Command(context.Background(), "/bin/sh", "-c", "exit 42").Run()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.Status.ExitStatus() != 42 {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// scenSignalDeathReported: a program killed by a signal is reported so (the
+// launcher's 128+N exit status is turned back into the signal).
+func scenSignalDeathReported(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil)
+	err := sb.Command(context.Background(), "/bin/sh", "-c", "kill -XCPU $$").Run()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || !ee.Status.Signaled() || ee.Status.Signal() != syscall.SIGXCPU {
+		t.Fatalf("got %v", err)
+	}
+}
+
+// scenMissingProgram: a program that does not exist is an error saying so, and
+// the launcher is not started.
+func scenMissingProgram(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil)
+	err := sb.Command(context.Background(), "/no/such/program").Run()
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("got %v, want ErrNotExist", err)
+	}
+}
+
+// scenNoLeaksAfter50Runs: no descriptor, process, mount or temporary file is left
+// after 50 confined runs (with ignore= masks, so every kind of argument is made).
+func scenNoLeaksAfter50Runs(t *testing.T, name string) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	dir := t.TempDir()
+	WriteFile(t, dir+"/.env", "SECRET")
+	sb := Sandbox(t, name, []string{"expose-ro=" + dir, "ignore=.env"})
+	ctx := context.Background()
+	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
+		t.Fatal(err)
+	}
+	before, err := proctest.OpenFDs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mountsBefore := HostMounts(t)
+	const n = 50
+	for i := 0; i < n; i++ {
+		name, args := "/bin/true", []string(nil)
+		if i%2 == 1 {
+			name, args = "/bin/sh", []string{"-c", "exit 0"}
+		}
+		if err := sb.Command(ctx, name, args...).Run(); err != nil {
+			t.Fatalf("run %d: %v", i, err)
+		}
+	}
+	if after, _ := proctest.OpenFDs(); after != before {
+		t.Errorf("descriptors: %d before, %d after %d runs", before, after, n)
+	}
+	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {
+		t.Errorf("children left: %v", kids)
+	}
+	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+		t.Errorf("temporary files left: %v", ents)
+	}
+	if after := Settled(mountsBefore, func() string { return HostMounts(t) }); after != mountsBefore {
+		t.Errorf("the host's mounts changed:\nbefore:\n%s\nafter:\n%s", mountsBefore, after)
+	}
+}
+
+// scenResourceLimitsApplied: the sandbox's resource limits reach the program
+// (through the launcher, which the supervisor starts with them): the kernel reports them,
+// and an allocation beyond the address-space limit fails.
+func scenResourceLimitsApplied(t *testing.T, name string) {
+	sb := Sandbox(t, name, nil, pysandboxes.WithLimits(pysandboxes.Limits{
+		AddressSpace: 512 << 20, OpenFiles: 64, FileSize: 1 << 20, CPUTime: 30 * time.Second,
+	}))
+	out := Py(t, sb, `
+import resource
+for name in ("RLIMIT_AS", "RLIMIT_NOFILE", "RLIMIT_FSIZE", "RLIMIT_CPU"):
+    print(name, *resource.getrlimit(getattr(resource, name)))
+try:
+    b = bytearray(1 << 30)
+    print("alloc OK")
+except MemoryError:
+    print("alloc MemoryError")
+`)
+	for _, want := range []string{"RLIMIT_AS 536870912 536870912", "RLIMIT_NOFILE 64 64", "RLIMIT_FSIZE 1048576 1048576",
+		"RLIMIT_CPU 30 31", "alloc MemoryError"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
