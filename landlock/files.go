@@ -70,50 +70,12 @@ type scanResult struct {
 	rule   *policy.Rule           // the ignore= rule that made it inexact, when one did
 }
 
-// ignoredBy returns the ignore= rule hiding an entry met while walking down from
-// the exposed directory root (its parents were checked on the way): relative
-// patterns match its base name, absolute ones its whole path (as
-// policy.Policy.Ignored does).
-func ignoredBy(path string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		var ok bool
-		if ig.Absolute {
-			ok, _ = filepath.Match(ig.Pattern, path)
-		} else {
-			ok, _ = filepath.Match(ig.Pattern, filepath.Base(path))
-		}
-		if ok {
-			return ig, true
-		}
-	}
-	return policy.Ignore{}, false
-}
-
-// rootIgnored returns the absolute ignore= rule hiding an exposed directory itself
-// (or one of its parents).
-func rootIgnored(root string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		if !ig.Absolute {
-			continue
-		}
-		for q := root; ; q = filepath.Dir(q) {
-			if ok, _ := filepath.Match(ig.Pattern, q); ok {
-				return ig, true
-			}
-			if q == "/" {
-				break
-			}
-		}
-	}
-	return policy.Ignore{}, false
-}
-
 // scan walks an exposed directory (bounded, without following symbolic links,
 // stopping at the exposed directories nested in it) and lists what ignore= rules
 // hide there.
 func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
 	res := scanResult{links: map[[2]uint64][]string{}}
-	if ig, ok := rootIgnored(root, ignores); ok {
+	if ig, ok := policy.IgnoredByAbsolute(root, ignores); ok {
 		res.err = fmt.Errorf("it hides the exposed directory %s itself", root)
 		res.rule = &ig.Rule
 		return res
@@ -137,7 +99,7 @@ func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
 			if slices.Contains(nested, p) {
 				continue // scanned on its own
 			}
-			if ig, ok := ignoredBy(p, ignores); ok {
+			if ig, ok := policy.IgnoredEntry(p, ignores); ok {
 				res.hidden = append(res.hidden, hit{path: p, rule: ig.Rule})
 				continue
 			}

@@ -249,3 +249,42 @@ func (p *Policy) Ignored(path string) (Ignore, bool) {
 	}
 	return Ignore{}, false
 }
+
+// IgnoredEntry returns the ignore= rule of ignores that hides an entry met while
+// walking down an exposed directory, its parents having been checked on the way:
+// a relative pattern matches the entry's base name, an absolute one its whole
+// path (the matching of Policy.Ignored, one level at a time).
+func IgnoredEntry(path string, ignores []Ignore) (Ignore, bool) {
+	for _, ig := range ignores {
+		var ok bool
+		if ig.Absolute {
+			ok, _ = filepath.Match(ig.Pattern, path)
+		} else {
+			ok, _ = filepath.Match(ig.Pattern, filepath.Base(path))
+		}
+		if ok {
+			return ig, true
+		}
+	}
+	return Ignore{}, false
+}
+
+// IgnoredByAbsolute returns the absolute ignore= rule of ignores that hides path
+// itself or one of its parents (relative patterns are not considered: they
+// apply inside exposed directories only).
+func IgnoredByAbsolute(path string, ignores []Ignore) (Ignore, bool) {
+	for _, ig := range ignores {
+		if !ig.Absolute {
+			continue
+		}
+		for q := path; ; q = filepath.Dir(q) {
+			if ok, _ := filepath.Match(ig.Pattern, q); ok {
+				return ig, true
+			}
+			if q == "/" || q == "." {
+				break
+			}
+		}
+	}
+	return Ignore{}, false
+}

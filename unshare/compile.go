@@ -285,7 +285,7 @@ func (c *compiled) masked(cp *cachedPlan) []supervise.RootOp {
 func (c *compiled) rootFor(ctx context.Context, path string, logger *slog.Logger) (*rootPlan, error) {
 	p := newPlan()
 	ignored := func(q string) bool {
-		_, ok := absoluteIgnore(q, c.ignores)
+		_, ok := policy.IgnoredByAbsolute(q, c.ignores)
 		return ok
 	}
 

@@ -28,44 +28,6 @@ func within(path, dir string) bool {
 	return path == dir || dir == "/" || strings.HasPrefix(path, dir+"/")
 }
 
-// ignoredBy returns the ignore= rule that hides an entry met while walking down an
-// exposed directory (its parents were checked on the way): relative patterns
-// match its base name, absolute ones its whole path, as policy.Policy.Ignored
-// does.
-func ignoredBy(path string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		var ok bool
-		if ig.Absolute {
-			ok, _ = filepath.Match(ig.Pattern, path)
-		} else {
-			ok, _ = filepath.Match(ig.Pattern, filepath.Base(path))
-		}
-		if ok {
-			return ig, true
-		}
-	}
-	return policy.Ignore{}, false
-}
-
-// absoluteIgnore returns the absolute ignore= rule that hides path or one of its
-// parents.
-func absoluteIgnore(path string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		if !ig.Absolute {
-			continue
-		}
-		for q := path; ; q = filepath.Dir(q) {
-			if ok, _ := filepath.Match(ig.Pattern, q); ok {
-				return ig, true
-			}
-			if q == "/" {
-				break
-			}
-		}
-	}
-	return policy.Ignore{}, false
-}
-
 // scanResult is what the scan of the exposed directories found.
 type scanResult struct {
 	hidden []hidden
@@ -126,7 +88,7 @@ func scan(exposes []policy.Expose, ignores []policy.Ignore, links map[[2]uint64]
 				nested = append(nested, o.Path)
 			}
 		}
-		if ig, ok := absoluteIgnore(e.Path, ignores); ok {
+		if ig, ok := policy.IgnoredByAbsolute(e.Path, ignores); ok {
 			// The exposed directory itself is hidden (the directories exposed
 			// beneath it stay visible: the deepest exposed directory decides).
 			res.hidden = append(res.hidden, hidden{path: e.Path, rule: ig.Rule})
@@ -151,7 +113,7 @@ func scan(exposes []policy.Expose, ignores []policy.Ignore, links map[[2]uint64]
 				if slices.Contains(nested, p) {
 					continue // scanned on its own
 				}
-				if ig, ok := ignoredBy(p, ignores); ok {
+				if ig, ok := policy.IgnoredEntry(p, ignores); ok {
 					res.hidden = append(res.hidden, hidden{path: p, rule: ig.Rule})
 					continue
 				}

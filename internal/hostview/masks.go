@@ -26,43 +26,6 @@ type scanResult struct {
 	err    error
 }
 
-// ignoredBy returns the ignore= rule hiding an entry met while walking down from
-// an exposed directory (its parents were checked on the way): relative patterns
-// match its base name, absolute ones its whole path (as policy.Policy.Ignored).
-func ignoredBy(path string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		var ok bool
-		if ig.Absolute {
-			ok, _ = filepath.Match(ig.Pattern, path)
-		} else {
-			ok, _ = filepath.Match(ig.Pattern, filepath.Base(path))
-		}
-		if ok {
-			return ig, true
-		}
-	}
-	return policy.Ignore{}, false
-}
-
-// rootIgnored returns the absolute ignore= rule hiding a directory itself or one
-// of its parents.
-func rootIgnored(root string, ignores []policy.Ignore) (policy.Ignore, bool) {
-	for _, ig := range ignores {
-		if !ig.Absolute {
-			continue
-		}
-		for q := root; ; q = filepath.Dir(q) {
-			if ok, _ := filepath.Match(ig.Pattern, q); ok {
-				return ig, true
-			}
-			if q == "/" {
-				break
-			}
-		}
-	}
-	return policy.Ignore{}, false
-}
-
 // scan walks an exposed directory (bounded, without following symbolic links,
 // stopping at the exposed directories nested in it, which are scanned on their
 // own) and lists what the ignore= rules hide there.
@@ -87,7 +50,7 @@ func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
 			if slices.Contains(nested, p) {
 				continue
 			}
-			if ig, ok := ignoredBy(p, ignores); ok {
+			if ig, ok := policy.IgnoredEntry(p, ignores); ok {
 				res.hidden = append(res.hidden, hit{path: p, rule: ig.Rule})
 				continue
 			}
@@ -134,7 +97,7 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 	var hits []hit
 	all := map[[2]uint64][]string{}
 	for _, e := range p.Exposes {
-		if ig, ok := rootIgnored(e.Path, p.Ignores); ok {
+		if ig, ok := policy.IgnoredByAbsolute(e.Path, p.Ignores); ok {
 			hits = append(hits, hit{path: e.Path, rule: ig.Rule})
 			continue
 		}
