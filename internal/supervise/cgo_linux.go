@@ -14,6 +14,7 @@ extern const int pysb_max_extra;
 extern const int pysb_max_bpf_insns;
 extern const int pysb_max_records;
 extern const int pysb_max_root_ops;
+extern const int pysb_max_view_ops;
 
 int pysb_parse_check(char *buf, size_t size, char *err, size_t errsize);
 
@@ -47,6 +48,7 @@ func cConstants() map[string]any {
 		"maxBPFInsns": int(C.pysb_max_bpf_insns),
 		"maxRecords":  int(C.pysb_max_records),
 		"maxRootOps":  int(C.pysb_max_root_ops),
+		"maxViewOps":  int(C.pysb_max_view_ops),
 	}
 }
 

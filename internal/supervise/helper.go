@@ -141,6 +141,9 @@ func (h *helper) run() int {
 	if !h.inner && os.Getppid() != h.spec.hostPID {
 		return h.fail(errors.New("the host process is gone"))
 	}
+	if h.spec.view != nil {
+		return h.fail(errors.New(errNeedsC))
+	}
 	if ns != nil && !h.inner {
 		return h.runOuter()
 	}

@@ -91,6 +91,8 @@ func command(spec Spec, helper string, env []string, dir string, extra []*os.Fil
 		// supervisor starts where the host is.
 		cmd.Dir = ""
 	}
+	// The view's descriptors come last (encodeWire numbers them so).
+	cmd.ExtraFiles = append(cmd.ExtraFiles, spec.ViewFiles...)
 	return cmd, h, nil
 }
 

@@ -77,9 +77,13 @@ const (
 	OpChdir
 	// OpSeal makes the mount at Path (a tmpfs of OpTmpfs or OpMask) read-only.
 	OpSeal
+	// OpRebind mounts over Path a read-only (recursive) bind of itself: what lies
+	// there in the new root (a part of the new /proc, such as /proc/sys) stays
+	// readable, and nothing can be written there.
+	OpRebind
 )
 
-var rootOpNames = []string{"", "dir", "symlink", "bind", "tmpfs", "proc", "file", "mask", "chdir", "seal"}
+var rootOpNames = []string{"", "dir", "symlink", "bind", "tmpfs", "proc", "file", "mask", "chdir", "seal", "rebind"}
 
 func (k RootOpKind) String() string {
 	if int(k) < len(rootOpNames) && k > 0 {
@@ -154,7 +158,7 @@ const (
 // same when they parse the spec).
 func checkRootOp(op RootOp) error {
 	switch {
-	case op.Kind < OpDir || op.Kind > OpSeal:
+	case op.Kind < OpDir || op.Kind > OpRebind:
 		return fmt.Errorf("unknown root operation %d", op.Kind)
 	case op.Mode > maxRootMode || op.Flags&^rootFlagsMask != 0:
 		return fmt.Errorf("root operation %s: mode %#o or flags %#x out of range", op, op.Mode, op.Flags)

@@ -360,7 +360,7 @@ func TestNamespacesWireRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(got.ns, want) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", got.ns, want)
 	}
-	for _, bad := range []RootOp{{Kind: 0, Path: "/"}, {Kind: OpSeal + 1, Path: "/"}, {Kind: OpDir, Path: "x"},
+	for _, bad := range []RootOp{{Kind: 0, Path: "/"}, {Kind: OpRebind + 1, Path: "/"}, {Kind: OpDir, Path: "x"},
 		{Kind: OpBind, Path: "/x", Source: "y"}, {Kind: OpSymlink, Path: "/x"}, {Kind: OpDir, Path: "/x", Mode: 0o10000}} {
 		spec.Namespaces = &Namespaces{Root: []RootOp{bad}}
 		if _, err := encodeWire(&spec, nil); err == nil {
@@ -379,7 +379,7 @@ func nsBadSpecs() []struct{ wire, want string } {
 		{p + "U\t1\t5\t0\t4294967295\n.\n", "line 4: number out of range"},
 		{p + "U\t1\t5\n.\n", "line 4: too few fields"},
 		{p + "U\t0\t5\t0\t0\nM\t0\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
-		{p + "U\t0\t5\t0\t0\nM\t10\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
+		{p + "U\t0\t5\t0\t0\nM\t11\t0\t0\t0\nT\t/\n.\n", "line 5: unknown root operation"},
 		{p + "U\t0\t5\t0\t0\nM\t1\t4096\t0\t0\nT\t/\n.\n", "line 5: number out of range"},
 		{p + "U\t0\t5\t0\t0\nM\t1\t0\t64\t0\nT\t/\n.\n", "line 5: number out of range"},
 		{p + "U\t0\t5\t0\t0\nM\t1\t0\t0\t0\n.\n", "line 6: expected the path record T"},

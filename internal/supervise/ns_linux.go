@@ -354,6 +354,26 @@ func (r *nsRoot) seal(path string) error {
 	return nil
 }
 
+func (r *nsRoot) rebind(path string) error {
+	t, err := r.atRoot(path, 0)
+	if err != nil {
+		return rootError("open %s to make it read-only: %s", path, errText(err))
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(t, &st); err != nil {
+		unix.Close(t)
+		return rootError("stat %s: %s", path, errText(err))
+	}
+	c, err := cloneOf(t)
+	unix.Close(t)
+	if err != nil {
+		return rootError("read-only %s: open_tree: %s", path, errText(err))
+	}
+	defer unix.Close(c)
+	return r.attach(c, path, st.Mode&unix.S_IFMT != unix.S_IFDIR,
+		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, "read-only")
+}
+
 func loopbackUp() error {
 	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -383,6 +403,23 @@ func setupNS(ns *wireNS) (int, error) {
 	hostproc, err := unix.Open("/proc", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, rootError("open /proc: %s", errText(err))
+	}
+	// No user namespace below this one: the program cannot get capabilities back
+	// in one of its own. The sysctl is the namespace's own, whatever procfs shows
+	// it (the host's, here: the new one may have it read-only).
+	if un, err := unix.Openat(hostproc, "sys/user/max_user_namespaces", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
+		n, werr := unix.Write(un, []byte("0\n"))
+		unix.Close(un)
+		if n != 2 {
+			if werr == nil {
+				werr = syscall.EIO
+			}
+			unix.Close(hostproc)
+			return -1, fmt.Errorf("cannot forbid nested user namespaces: %s", errText(werr))
+		}
+	} else if err != unix.ENOENT {
+		unix.Close(hostproc)
+		return -1, fmt.Errorf("cannot forbid nested user namespaces: %s", errText(err))
 	}
 	r := &nsRoot{root: -1, scratch: -1, dirFD: -1, hostproc: hostproc, masks: [2]int{-1, -1}}
 	if err := r.build(ns); err != nil {
@@ -449,6 +486,8 @@ func (r *nsRoot) build(ns *wireNS) error {
 			r.cwd = op.Path
 		case OpSeal:
 			err = r.seal(op.Path)
+		case OpRebind:
+			err = r.rebind(op.Path)
 		}
 		if err != nil {
 			return err
@@ -499,18 +538,6 @@ func (r *nsRoot) build(ns *wireNS) error {
 	r.root, r.scratch = -1, -1
 	if err := unix.MountSetattr(unix.AT_FDCWD, "/", 0, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY}); err != nil {
 		return rootError("seal /: %s", errText(err))
-	}
-	if un, err := unix.Open("/proc/sys/user/max_user_namespaces", unix.O_WRONLY|unix.O_CLOEXEC, 0); err == nil {
-		n, werr := unix.Write(un, []byte("0\n"))
-		unix.Close(un)
-		if n != 2 {
-			if werr == nil {
-				werr = syscall.EIO
-			}
-			return fmt.Errorf("cannot forbid nested user namespaces: %s", errText(werr))
-		}
-	} else if err != unix.ENOENT {
-		return fmt.Errorf("cannot forbid nested user namespaces: %s", errText(err))
 	}
 	if r.cwd != "" && unix.Chdir(r.cwd) != nil {
 		if err := unix.Chdir("/"); err != nil {

@@ -2,6 +2,7 @@ package supervise
 
 import (
 	"encoding/json"
+	"os"
 	"syscall"
 )
 
@@ -18,8 +19,9 @@ const (
 	markerGoNS = "pysandboxes-supervisor-go-ns"
 	// version is argv[1]: a host and a helper binary of different protocol versions
 	// refuse to work together. v2: the spec is the wire format of wire.go, read
-	// from a descriptor. v3: namespaces (the U, M, T, F and D records).
-	version = "v3"
+	// from a descriptor. v3: namespaces (the U, M, T, F and D records). v4: the
+	// host view (W and Y records) and the set-identity stage (I record).
+	version = "v4"
 
 	// SignalHostDied is the parent-death signal of the supervisor.
 	SignalHostDied = syscall.Signal(40)
@@ -51,6 +53,13 @@ type Spec struct {
 	// Namespaces, when not nil, runs the supervisor and the program in new
 	// namespaces under a root of their own (see Namespaces).
 	Namespaces *Namespaces `json:"ns,omitempty"`
+	// View, when not nil, changes the program's view of the host's files first
+	// (see View); with Namespaces it is made before them, by the supervisor
+	// outside.
+	View *View `json:"view,omitempty"`
+	// ViewFiles are descriptors the View's operations use (the /dev/fuse
+	// descriptors of ViewFuse): the supervisor receives them, the program never.
+	ViewFiles []*os.File `json:"-"`
 
 	// Filled in by Command (StatusFD is 3 + ExtraFiles; the spec itself is read
 	// from the next descriptor).

@@ -1,6 +1,9 @@
 package supervise
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+)
 
 // Stage kinds. Each is applied, in the order of Spec.Stages, to the one thread that
 // starts the program (the C supervisor's child between clone and execve, the Go
@@ -12,6 +15,12 @@ const (
 	StageLandlock = "landlock"
 	// StageSeccomp installs a seccomp BPF program (Config: a SeccompConfig).
 	StageSeccomp = "seccomp"
+	// StageSeccompKeepPrivs installs a seccomp BPF program (Config: a
+	// SeccompConfig) without no_new_privs, so that a setuid tool started next
+	// keeps its privileges under the filter (installing it then needs
+	// CAP_SYS_ADMIN: before a set-identity stage, run as root). Only the C
+	// supervisor applies it.
+	StageSeccompKeepPrivs = "seccomp-keep-privs"
 	// StageDropCapabilities empties the capability sets and the bounding set: a
 	// program run as root keeps uid 0 but no privilege (it cannot reconfigure the
 	// host's network, clock, hostname, ...), and exec cannot give any back.
@@ -35,6 +44,14 @@ func applyStage(st Stage) error {
 			return err
 		}
 		ws.bpf = bpf
+	case StageSeccompKeepPrivs:
+		return errors.New(errNeedsC)
+	case StageSetIdentity:
+		id, err := decodeIdentity(st.Config)
+		if err != nil {
+			return err
+		}
+		ws.identity = id
 	}
 	return ws.apply()
 }
@@ -51,6 +68,11 @@ func (st *wireStage) apply() error {
 		return applySeccompBPF(st.bpf)
 	case StageDropCapabilities:
 		return dropCapabilities()
+	case StageSetIdentity:
+		return errors.New(errNeedsC)
 	}
 	return fmt.Errorf("unknown stage \"%s\" (host and helper binaries differ?)", st.kind)
 }
+
+// errNeedsC is the Go supervisor's refusal of what only the C one does.
+const errNeedsC = "the host view and set-identity need the C supervisor (a cgo build)"

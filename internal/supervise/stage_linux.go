@@ -25,7 +25,11 @@ func dropCapabilities() error {
 		if err != nil {
 			// Without CAP_SETPCAP the set cannot be changed; it is then only empty
 			// if it already is (an unprivileged process): check it.
-			if v, rerr := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0); rerr != nil || v != 0 {
+			v, rerr := unix.PrctlRetInt(unix.PR_CAPBSET_READ, uintptr(c), 0, 0, 0)
+			if rerr == unix.EINVAL {
+				break // past the last capability the kernel knows
+			}
+			if rerr != nil || v != 0 {
 				return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 			}
 		}

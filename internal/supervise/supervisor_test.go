@@ -87,7 +87,7 @@ func TestCConstants(t *testing.T) {
 	want := map[string]any{
 		"marker": marker, "version": version, "hostDied": int(SignalHostDied), "terminate": int(SignalTerminate),
 		"maxSpec": maxSpec, "maxStages": maxStages, "maxRlimits": maxRlimits, "maxExtra": maxExtra, "maxBPFInsns": maxBPFInsns,
-		"maxRecords": maxRecords, "maxRootOps": maxRootOps,
+		"maxRecords": maxRecords, "maxRootOps": maxRootOps, "maxViewOps": maxViewOps,
 	}
 	if got := cConstants(); !reflect.DeepEqual(got, want) {
 		t.Errorf("C constants %v, want %v", got, want)

@@ -22,6 +22,13 @@ import (
 //	A <arg>                                 its argv, one record each (Args[0] included)
 //	V <NAME=value>                          its environment, one record each
 //	R <resource> <value> <hard>             a resource limit (hard 0: the value)
+//	W <flags> <uid> <gid>                   the host view (flags: 1 read-only, 2 user
+//	                                        namespace, 4 IPC namespace; the identity
+//	                                        idmapped mounts map owners to), followed by:
+//	  Y <op> <flags> <a> <b>                  an operation (ViewOp; flags: 1 read-only;
+//	                                          idmap: a, b the owner; fuse: a the fd), then
+//	  T <path>                                its host path,
+//	  D <hex>                                 its data (file only)
 //	U <flags> <lifeline fd> <uid> <gid>     namespaces (flags: 1 wait for the go-ahead,
 //	                                        2 loopback up; the host ids of the sandbox's
 //	                                        root), followed by the root:
@@ -36,6 +43,7 @@ import (
 //	  o <path>                                its optional paths; after the groups
 //	  N <access> <lo> <hi>                    the port ranges
 //	  B <hex>                                 seccomp: the BPF program
+//	  I <uid> <gid> <flags>                   set-identity (flags: 1 drop the bounding set)
 //	.                                       the end, last
 //
 // Fields are separated by one tab. Numbers are unsigned decimal. In strings a
@@ -78,6 +86,7 @@ type wireSpec struct {
 	env     []string
 	rlimits []Rlimit
 	ns      *wireNS
+	view    *View
 	stages  []wireStage
 }
 
@@ -94,6 +103,7 @@ type wireStage struct {
 	kind     string
 	landlock *LandlockConfig // StageLandlock
 	bpf      []byte          // StageSeccomp
+	identity *Identity       // StageSetIdentity
 }
 
 // encodeWire writes spec (with the program's environment) in the wire format. It
@@ -121,6 +131,52 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 			return nil, fmt.Errorf("supervise: bad resource limit %d: %w", l.Resource, syscall.EINVAL)
 		}
 		w.rec('R').num(uint64(l.Resource)).num(l.Value).num(l.Hard)
+	}
+	if v := spec.View; v != nil {
+		if len(v.Ops) > maxViewOps {
+			return nil, fmt.Errorf("supervise: %d view operations, more than %d", len(v.Ops), maxViewOps)
+		}
+		if len(spec.ViewFiles) > maxViewFiles {
+			return nil, fmt.Errorf("supervise: %d view descriptors, more than %d", len(spec.ViewFiles), maxViewFiles)
+		}
+		var flags uint64
+		if v.ReadOnly {
+			flags |= viewRO
+		}
+		if v.UserNS {
+			flags |= viewUserNS
+		}
+		if v.IPC {
+			flags |= viewIPC
+		}
+		if v.UID > math.MaxUint32-1 || v.GID > math.MaxUint32-1 {
+			return nil, fmt.Errorf("supervise: bad view identity %d, %d", v.UID, v.GID)
+		}
+		w.rec('W').num(flags).num(uint64(v.UID)).num(uint64(v.GID))
+		base := spec.StatusFD + 2
+		if spec.Namespaces != nil {
+			base++ // the lifeline
+		}
+		for _, op := range v.Ops {
+			if err := checkViewOp(op, len(spec.ViewFiles)); err != nil {
+				return nil, fmt.Errorf("supervise: %w", err)
+			}
+			var fl, a, b uint64
+			if op.ReadOnly {
+				fl |= viewOpRO
+			}
+			switch op.Kind {
+			case ViewIdmap:
+				a, b = uint64(op.OwnerUID), uint64(op.OwnerGID)
+			case ViewFuse:
+				a = uint64(base + op.FD)
+			}
+			w.rec('Y').num(uint64(op.Kind)).num(fl).num(a).num(b)
+			w.rec('T').str(op.Path)
+			if op.Kind == ViewFile {
+				w.rec('D').hex(op.Data)
+			}
+		}
 	}
 	if ns := spec.Namespaces; ns != nil {
 		if len(ns.Root) > maxRootOps {
@@ -163,12 +219,22 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
 			}
 			w.landlock(cfg)
-		case StageSeccomp:
+		case StageSeccomp, StageSeccompKeepPrivs:
 			bpf, err := decodeSeccomp(st.Config)
 			if err != nil {
 				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
 			}
 			w.rec('B').hex(bpf)
+		case StageSetIdentity:
+			id, err := decodeIdentity(st.Config)
+			if err != nil {
+				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
+			}
+			var fl uint64
+			if id.DropBounding {
+				fl = 1
+			}
+			w.rec('I').num(uint64(id.UID)).num(uint64(id.GID)).num(fl)
 		}
 	}
 	w.rec('.')
@@ -206,6 +272,18 @@ func decodeLandlock(raw json.RawMessage) (*LandlockConfig, error) {
 		return nil, fmt.Errorf("bad configuration: %v", err)
 	}
 	return &cfg, nil
+}
+
+// decodeIdentity decodes the Config of a StageSetIdentity stage.
+func decodeIdentity(raw json.RawMessage) (*Identity, error) {
+	var id Identity
+	if err := json.Unmarshal(raw, &id); err != nil {
+		return nil, fmt.Errorf("bad configuration: %v", err)
+	}
+	if id.UID > math.MaxUint32-1 || id.GID > math.MaxUint32-1 {
+		return nil, fmt.Errorf("bad identity %d, %d", id.UID, id.GID)
+	}
+	return &id, nil
 }
 
 // decodeSeccomp decodes the Config of a StageSeccomp stage and checks its program.
@@ -286,9 +364,9 @@ func wireSchema(t byte) (string, bool) {
 		return "nn", true
 	case 'P', 'A', 'V', 'S', 'p', 'o', 'T', 'F':
 		return "s", true
-	case 'R', 'N':
+	case 'R', 'N', 'W', 'I':
 		return "nnn", true
-	case 'L', 'M', 'U':
+	case 'L', 'M', 'U', 'Y':
 		return "nnnn", true
 	case 'D':
 		return "x", true
@@ -448,6 +526,51 @@ func decodeWire(b []byte) (*wireSpec, error) {
 		}
 		spec.rlimits = append(spec.rlimits, Rlimit{Resource: int(recs[i].n[0]), Value: recs[i].n[1], Hard: recs[i].n[2]})
 	}
+	if at('W') {
+		if recs[i].n[0]&^viewFlags != 0 || recs[i].n[1] > math.MaxUint32-1 || recs[i].n[2] > math.MaxUint32-1 {
+			return nil, fmt.Errorf("line %d: number out of range", i+1)
+		}
+		f := recs[i].n[0]
+		v := &View{ReadOnly: f&viewRO != 0, UserNS: f&viewUserNS != 0, IPC: f&viewIPC != 0,
+			UID: uint32(recs[i].n[1]), GID: uint32(recs[i].n[2])}
+		for i++; at('Y'); {
+			if len(v.Ops) == maxViewOps {
+				return nil, fmt.Errorf("line %d: more than %d view operations", i+1, maxViewOps)
+			}
+			y := recs[i]
+			if y.n[0] < uint64(ViewIdmap) || y.n[0] > uint64(ViewNetNS) {
+				return nil, fmt.Errorf("line %d: unknown view operation", i+1)
+			}
+			if y.n[1]&^viewOpFlags != 0 || y.n[2] > math.MaxUint32-1 || y.n[3] > math.MaxUint32-1 {
+				return nil, fmt.Errorf("line %d: number out of range", i+1)
+			}
+			op := ViewOp{Kind: ViewOpKind(y.n[0]), ReadOnly: y.n[1]&viewOpRO != 0}
+			switch op.Kind {
+			case ViewIdmap:
+				op.OwnerUID, op.OwnerGID = uint32(y.n[2]), uint32(y.n[3])
+			case ViewFuse:
+				op.FD = int(y.n[2])
+			}
+			i++
+			if !at('T') {
+				return nil, fmt.Errorf("line %d: expected the path record T", i+1)
+			}
+			if !strings.HasPrefix(recs[i].s, "/") {
+				return nil, fmt.Errorf("line %d: not an absolute path", i+1)
+			}
+			op.Path = recs[i].s
+			i++
+			if op.Kind == ViewFile {
+				if !at('D') {
+					return nil, fmt.Errorf("line %d: expected the data record D", i+1)
+				}
+				op.Data = []byte(recs[i].s)
+				i++
+			}
+			v.Ops = append(v.Ops, op)
+		}
+		spec.view = v
+	}
 	if at('U') {
 		if recs[i].n[0]&^nsFlags != 0 || recs[i].n[1] > math.MaxInt32 || recs[i].n[2] > math.MaxUint32-1 || recs[i].n[3] > math.MaxUint32-1 {
 			return nil, fmt.Errorf("line %d: number out of range", i+1)
@@ -458,7 +581,7 @@ func decodeWire(b []byte) (*wireSpec, error) {
 				return nil, fmt.Errorf("line %d: more than %d root operations", i+1, maxRootOps)
 			}
 			m := recs[i]
-			if m.n[0] < uint64(OpDir) || m.n[0] > uint64(OpSeal) {
+			if m.n[0] < uint64(OpDir) || m.n[0] > uint64(OpRebind) {
 				return nil, fmt.Errorf("line %d: unknown root operation", i+1)
 			}
 			if m.n[1] > maxRootMode || m.n[2]&^rootFlagsMask != 0 {
@@ -531,7 +654,7 @@ func decodeWire(b []byte) (*wireSpec, error) {
 				cfg.Ports = append(cfg.Ports, LandlockPorts{Access: recs[i].n[0], Lo: uint16(recs[i].n[1]), Hi: uint16(recs[i].n[2])})
 			}
 			st.landlock = cfg
-		case StageSeccomp:
+		case StageSeccomp, StageSeccompKeepPrivs:
 			if !at('B') {
 				return nil, fmt.Errorf("line %d: expected the seccomp record B", i+1)
 			}
@@ -539,6 +662,15 @@ func decodeWire(b []byte) (*wireSpec, error) {
 				return nil, fmt.Errorf("line %d: %v", i+1, err)
 			}
 			st.bpf = []byte(recs[i].s)
+			i++
+		case StageSetIdentity:
+			if !at('I') {
+				return nil, fmt.Errorf("line %d: expected the identity record I", i+1)
+			}
+			if recs[i].n[0] > math.MaxUint32-1 || recs[i].n[1] > math.MaxUint32-1 || recs[i].n[2]&^1 != 0 {
+				return nil, fmt.Errorf("line %d: number out of range", i+1)
+			}
+			st.identity = &Identity{UID: uint32(recs[i].n[0]), GID: uint32(recs[i].n[1]), DropBounding: recs[i].n[2] == 1}
 			i++
 		}
 		spec.stages = append(spec.stages, st)
