@@ -87,6 +87,26 @@ type Options struct {
 	// AllowUnixSockets does not refuse socket(AF_UNIX, ...). socketpair(AF_UNIX,
 	// ...) is always allowed.
 	AllowUnixSockets bool
+	// ProcessScope refuses what would act on another process by its pid, for
+	// providers without a pid namespace: prlimit64, sched_setaffinity,
+	// sched_setscheduler, sched_setparam, sched_setattr, migrate_pages and
+	// move_pages unless the pid is 0 (the caller), setpriority and ioprio_set
+	// unless the target is 0 and is not a user (PRIO_USER, IOPRIO_WHO_USER:
+	// every process of the uid).
+	ProcessScope bool
+	// DenyMetadata refuses every change of a file's metadata: the chmod, chown,
+	// utime and set/remove-xattr families, whatever the path. For a program that
+	// shares the caller's uid without a read-only view of the host.
+	DenyMetadata bool
+	// DenyIPC refuses System V IPC (shm*, sem*, msg*) and POSIX message queues
+	// (mq_*): objects of the host's IPC namespace, for a program without one of
+	// its own.
+	DenyIPC bool
+	// Minimal builds only the rules of a program that must hold no power over
+	// the host's objects, for a tool that does its own filtering (firejail):
+	// F_SETLEASE, the file-flag ioctls, and ProcessScope when set. Every other
+	// option is ignored.
+	Minimal bool
 	// Kill kills the process (SIGSYS) on a refused call instead of failing it with
 	// EPERM. clone3 still fails with ENOSYS. Programs that probe and fall back die
 	// too: glibc's name and user lookups try the nscd socket (AF_UNIX) first, so
@@ -132,6 +152,16 @@ const (
 
 	tiocsti   = 0x5412
 	tioclinux = 0x541c
+
+	// File flags: chattr, whatever the mount or owner lets.
+	fsIocSetflags   = 0x40086602
+	fsIoc32Setflags = 0x40046602
+	fsIocFssetxattr = 0x401c5820
+
+	fSetlease = 1024
+
+	prioUser      = 2
+	ioprioWhoUser = 3
 
 	ptraceTraceme = 0
 	ptraceDetach  = 17
@@ -292,6 +322,11 @@ func newPlan(o Options) *plan {
 	say := func(format string, args ...any) {
 		p.text = append(p.text, fmt.Sprintf(format, args...)+": "+effect)
 	}
+	if o.Minimal {
+		identityRules(o, add, say)
+		p.text = append(p.text, "system calls of another architecture (i386 int 0x80, x32): the process is killed (SIGSYS)")
+		return p
+	}
 
 	// socket(family, type, protocol)
 	families := []uint64{afInet, afInet6, afNetlink}
@@ -365,6 +400,27 @@ func newPlan(o Options) *plan {
 	add("ioctl", masked(1, 0xffffffff, tiocsti))
 	add("ioctl", masked(1, 0xffffffff, tioclinux))
 	say("ioctl: TIOCSTI, TIOCLINUX")
+	identityRules(o, add, say)
+
+	if o.DenyMetadata {
+		names := []string{"chmod", "fchmod", "fchmodat", "fchmodat2", "chown", "fchown", "lchown", "fchownat",
+			"utime", "utimes", "futimesat", "utimensat", "setxattr", "lsetxattr", "fsetxattr", "removexattr",
+			"lremovexattr", "fremovexattr", "setxattrat", "removexattrat"}
+		numbers := map[string]int{"fchmodat2": 452, "setxattrat": 463, "removexattrat": 466}
+		for _, name := range names {
+			p.rules = append(p.rules, rule{name: name, number: numbers[name]})
+		}
+		say("metadata changes, always: %s", strings.Join(names, ", "))
+	}
+	if o.DenyIPC {
+		names := []string{"shmget", "shmat", "shmctl", "shmdt", "semget", "semop", "semtimedop", "semctl",
+			"msgget", "msgsnd", "msgrcv", "msgctl", "mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive",
+			"mq_notify", "mq_getsetattr"}
+		for _, name := range names {
+			p.rules = append(p.rules, rule{name: name})
+		}
+		say("System V IPC and POSIX message queues of the host, always: %s", strings.Join(names, ", "))
+	}
 
 	for _, c := range notIn(0, perLinux, personalityQuery) {
 		add("personality", c)
@@ -379,4 +435,33 @@ func newPlan(o Options) *plan {
 	}
 	p.text = append(p.text, "system calls of another architecture (i386 int 0x80, x32): the process is killed (SIGSYS)")
 	return p
+}
+
+// identityRules adds the rules that keep a program from holding power over the
+// host's objects: file flags (chattr) and leases of the files it can open, and
+// with ProcessScope the processes it could name by pid.
+func identityRules(o Options, add func(string, ...cmp), say func(string, ...any)) {
+	add("ioctl", masked(1, 0xffffffff, fsIocSetflags))
+	add("ioctl", masked(1, 0xffffffff, fsIoc32Setflags))
+	add("ioctl", masked(1, 0xffffffff, fsIocFssetxattr))
+	say("ioctl: FS_IOC_SETFLAGS, FS_IOC_FSSETXATTR (file flags)")
+
+	// A lease on a file the program owns (an exposed one) would hold the host's
+	// processes that open it for up to lease-break-time.
+	add("fcntl", masked(1, 0xffffffff, fSetlease))
+	say("fcntl: F_SETLEASE")
+
+	if o.ProcessScope {
+		for _, name := range []string{"prlimit64", "sched_setaffinity", "sched_setscheduler", "sched_setparam",
+			"sched_setattr", "migrate_pages", "move_pages"} {
+			add(name, gt(0, 0))
+		}
+		say("prlimit64, sched_setaffinity, sched_setscheduler, sched_setparam, sched_setattr, migrate_pages, move_pages: " +
+			"of a pid other than 0 (the caller)")
+		add("setpriority", masked(0, 0xffffffff, prioUser))
+		add("setpriority", gt(1, 0))
+		add("ioprio_set", masked(0, 0xffffffff, ioprioWhoUser))
+		add("ioprio_set", gt(1, 0))
+		say("setpriority, ioprio_set: of a user, or of a target other than 0 (the caller)")
+	}
 }
