@@ -222,6 +222,12 @@ func Available(ctx context.Context) error {
 	}
 	if st, err := os.Stat("/dev/net/tun"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		errs = append(errs, errors.New("/dev/net/tun is missing (the kernel needs CONFIG_TUN)"))
+	} else if f, err := os.OpenFile("/dev/net/tun", os.O_RDWR, 0); err != nil {
+		// slirp4netns opens it with the caller's identity: machines differ
+		// (crw------- root on some).
+		errs = append(errs, fmt.Errorf("this user cannot open /dev/net/tun (%v; its mode is %v): slirp4netns needs it", err, st.Mode().Perm()))
+	} else {
+		f.Close()
 	}
 	if privileged() {
 		fd, err := inNewNetNS(nil)
