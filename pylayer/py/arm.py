@@ -89,7 +89,10 @@ def build(G, cfg, fd, sb):
             own.add(v)
     own.add(send)
 
-    zygote = posix.getpid() if cfg['target']['kind'] == 'zygote' else None
+    # The pids whose calls the API guard lets through: the eval zygote's (it forks,
+    # limits and kills the evaluations' processes), and an evaluation's own
+    # while it sets its limits, before it evaluates anything.
+    zygote = {posix.getpid()} if cfg['target']['kind'] == 'zygote' else None
     S = (learning, exposes, implicit, ignores, tuple(rules), pins, imports_all, imports, api, doors, stdlib,
          frozenset(ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), any_addr, frozenset(id(o) for o in own),
          set(), set())

@@ -790,10 +790,11 @@ def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpi
     quals = S[15].get(event)
     if quals is None:
         return None
-    if S[14] is not None and S[14] == _getpid():
+    if S[14] is not None and _getpid() in S[14]:
         # The eval zygote itself, which runs only the layer's code: it forks the
-        # processes of the evaluations, sets their limits and kills them. Each of
-        # them has another pid, and is judged.
+        # processes of the evaluations and kills them; and an evaluation's process
+        # while the layer's code sets its limits, before it evaluates anything.
+        # Each of them has another pid, and is judged otherwise.
         return None
     if event in ('subprocess.Popen', 'os.exec', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system'):
         cache.clear()  # another process may change the file system
