@@ -192,6 +192,9 @@ type plan struct {
 	ownsTree bool
 	// custom replaces the whole run (the host-death attack).
 	custom func() (outcome, string, error)
+	// during, when set, runs on the host while the program runs (started once
+	// the program is); the run waits for it to return.
+	during func()
 }
 
 // runResult is what one run gave.
@@ -312,7 +315,17 @@ func (e *env) run(sb *pysandboxes.Sandbox, pl *plan) (*runResult, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start: %w", err)
 	}
+	duringDone := make(chan struct{})
+	if pl.during != nil {
+		go func() {
+			defer close(duringDone)
+			pl.during()
+		}()
+	} else {
+		close(duringDone)
+	}
 	r.err = cmd.Wait()
+	<-duringDone
 	r.elapsed = time.Since(start)
 	mu.Lock()
 	defer mu.Unlock()
