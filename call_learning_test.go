@@ -80,7 +80,7 @@ func TestCallLearning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sb, err = pysandboxes.New(ctx, pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()),
+	sb, err = pysandboxes.New(ctx, pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
 		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithCallOutput(nil, nil))
 	if err != nil {
 		t.Fatal(err)

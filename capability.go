@@ -13,12 +13,18 @@ type Capability uint32
 const (
 	// CapEnv: the program starts with exactly the policy's environment.
 	CapEnv Capability = 1 << iota
-	// CapFilesRead: nothing outside the exposed directories (and what the program
-	// needs to run) can be read.
+	// CapFilesRead: the contents of nothing outside the exposed directories (and
+	// what the program needs to run) can be read: no open, exec or mmap, no
+	// directory listing.
 	CapFilesRead
-	// CapFilesWrite: nothing outside the expose-rw directories can be written.
+	// CapFilesWrite: nothing outside the expose-rw directories can be changed:
+	// contents, entries (create, remove, rename, link), metadata (mode, owner,
+	// times, extended attributes, file flags) and kernel settings (/proc/sys).
 	CapFilesWrite
-	// CapHide: ignore= paths cannot be read.
+	// CapHide: ignore= paths in the exposed directories look absent, through
+	// every door (contents, names in listings, metadata, link targets, extended
+	// attributes), for the whole life of the sandbox: files the host creates
+	// there later, or renames onto an ignored name, are hidden too.
 	CapHide
 	// CapUnixSockets: Unix sockets of the host (named sockets outside the exposed
 	// directories, abstract sockets) cannot be reached.
@@ -49,22 +55,32 @@ const (
 	// (no_new_privs, empty bounding set): run as root, it still cannot change the
 	// host's network, clock or hostname, and setuid programs give it nothing.
 	CapNoPrivileges
+	// CapFilesMeta: paths outside the exposed directories (and what the program
+	// needs to run) look absent: no name, metadata (stat, access), link target,
+	// extended attribute or watch (inotify, fanotify) of them is reachable.
+	CapFilesMeta
+	// CapIdentity: the program holds no identity of the host's: it is not the
+	// host's root (whether the host runs as root or not), owns no host file
+	// outside the exposed directories, and has no same-uid power over a host
+	// process (signals, ptrace, prlimit, scheduling, /proc) or host IPC object.
+	CapIdentity
 
 	capEnd
 )
 
 var capNames = []string{"env", "files-read", "files-write", "hide", "unix-sockets", "tcp-ports", "net-hosts",
-	"udp", "udp-deny", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged", "no-privileges"}
+	"udp", "udp-deny", "raw-sockets", "signals", "rlimits", "seccomp", "process-isolation", "unprivileged", "no-privileges",
+	"files-meta", "identity"}
 
 var capGoNames = []string{"CapEnv", "CapFilesRead", "CapFilesWrite", "CapHide", "CapUnixSockets", "CapTCPPorts",
 	"CapNetHosts", "CapUDP", "CapUDPDeny", "CapRawSockets", "CapSignals", "CapResourceLimits", "CapSeccomp",
-	"CapProcessIsolation", "CapUnprivileged", "CapNoPrivileges"}
+	"CapProcessIsolation", "CapUnprivileged", "CapNoPrivileges", "CapFilesMeta", "CapIdentity"}
 
 var capHelp = []string{
 	"the program starts with exactly the policy's environment",
-	"nothing outside the exposed directories can be read",
-	"nothing outside the expose-rw directories can be written",
-	"ignore= paths cannot be read",
+	"contents of nothing outside the exposed directories can be read",
+	"nothing outside the expose-rw directories can be changed (contents, entries, metadata, sysctls)",
+	"ignore= paths look absent (contents, names, metadata), also for files made or renamed there later",
 	"host Unix sockets (named and abstract) cannot be reached",
 	"TCP connect and listen filtered by port",
 	"traffic filtered by host, address or network",
@@ -77,6 +93,8 @@ var capHelp = []string{
 	"processes outside the sandbox invisible",
 	"works without privilege (unprivileged containers)",
 	"no capability held, none gained (no_new_privs, empty bounding set)",
+	"paths outside the exposed directories look absent (no name, stat, link target, xattr or watch)",
+	"the program holds no host identity (not host root, owns no host file, no power over host processes)",
 }
 
 // AllCapabilities is every capability.

@@ -29,7 +29,7 @@ func evalSandbox(t testing.TB, rules string, opts ...pysandboxes.Option) *pysand
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := []pysandboxes.Option{pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()),
+	base := []pysandboxes.Option{pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
 		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{})}
 	sb, err := pysandboxes.New(ctx, pol, append(base, opts...)...)
 	if err != nil {

@@ -3,6 +3,7 @@ package pysandboxes_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,28 +28,31 @@ func loadPolicy(t *testing.T, text string) *policy.Policy {
 	return pol
 }
 
-func TestAutoRefusesWhatNoProviderEnforces(t *testing.T) {
+// TestAutoSkipsLandlockForMetadata: Landlock does not hide the names and
+// metadata of unexposed paths, so auto does not choose it for a policy that
+// does not expose the whole tree (it takes a namespace provider), but does for
+// one that exposes / read-only.
+func TestAutoSkipsLandlockForMetadata(t *testing.T) {
 	ctx := context.Background()
-	pol := loadPolicy(t, "ignore=.env\nnet=ALLOW|tcp|127.0.0.1|443|OUT\n")
-	_, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("auto"), pysandboxes.WithLogger(quietLogger()))
+	dir := t.TempDir()
+	sb, err := pysandboxes.New(ctx, loadPolicy(t, "expose-ro="+dir+"\n"), pysandboxes.WithLogger(quietLogger()))
+	if err == nil && sb.Provider().Name() == "landlock" {
+		t.Fatal("auto chose landlock for a policy whose unexposed paths must look absent")
+	}
 	var npe *pysandboxes.NoProviderError
-	if !errors.As(err, &npe) {
-		t.Fatalf("New = %v, want *NoProviderError", err)
-	}
-	msg := err.Error()
-	for _, want := range []string{
-		".py-sandboxes(1): ignore=.env: the ignored files must be unreadable (hide)",
-		".py-sandboxes(2): net=ALLOW|tcp|127.0.0.1|443|OUT: filtering by host or network (127.0.0.1) (net-hosts)",
-		"implicit default policy: nothing outside the exposed directories is readable (files-read)",
-	} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error does not name %q:\n%s", want, msg)
+	if errors.As(err, &npe) {
+		for _, v := range npe.Verdicts {
+			if v.Provider == "landlock" && !strings.Contains(fmt.Sprint(v.Missing), "(files-meta)") {
+				t.Errorf("landlock's verdict does not name files-meta: %s", v)
+			}
 		}
 	}
-	for _, v := range npe.Verdicts {
-		if v.Provider == "none" {
-			t.Errorf("auto considered the provider none")
-		}
+	if p, ok := pysandboxes.Lookup("landlock"); !ok || p.Probe(ctx) != nil || !p.Capabilities().Has(pysandboxes.CapIdentity) {
+		return
+	}
+	sb, err = pysandboxes.New(ctx, loadPolicy(t, "expose-ro=/\nexpose-rw="+dir+"\n"), pysandboxes.WithLogger(quietLogger()))
+	if err != nil || sb.Provider().Name() != "landlock" {
+		t.Errorf("auto for expose-ro=/ = %v, %v, want landlock", sb, err)
 	}
 }
 
@@ -85,7 +89,8 @@ func TestAcceptUnenforcedIsExplicitAndListed(t *testing.T) {
 	for _, r := range sb.Unenforced() {
 		caps |= r.Capability
 	}
-	want := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets
+	want := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
+		pysandboxes.CapFilesMeta | pysandboxes.CapIdentity
 	if caps != want {
 		t.Errorf("Unenforced = %v, want %v", caps, want)
 	}

@@ -48,14 +48,16 @@ func Requirements(p Policy, limits Limits) []Requirement {
 	}
 	if !readAll {
 		add(CapFilesRead, nil, "nothing outside the exposed directories is readable")
+		add(CapFilesMeta, nil, "paths outside the exposed directories look absent (names, metadata, link targets, xattrs, watches)")
 	}
 	if !writeAll {
-		add(CapFilesWrite, nil, "nothing outside the expose-rw directories is writable")
+		add(CapFilesWrite, nil, "nothing outside the expose-rw directories can be changed (contents, entries, metadata, sysctls)")
 		add(CapUnixSockets, nil, "host Unix sockets are unreachable")
+		add(CapIdentity, nil, "the program holds no host identity (no host root, no owner rights on host files, no power over host processes)")
 	}
 	for _, ig := range p.Ignores() {
 		ig := ig
-		add(CapHide, &ig.Rule, "the ignored files must be unreadable")
+		add(CapHide, &ig.Rule, "the ignored paths look absent, also when made or renamed later")
 	}
 
 	// Network: deny by default.

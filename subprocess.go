@@ -50,12 +50,22 @@ func SupervisedLaunch(req *Request, stages []supervise.Stage) (*Launch, error) {
 // nil) runs at Cleanup, after the program's whole tree is gone.
 func SupervisedNamespaces(req *Request, stages []supervise.Stage, ns *supervise.Namespaces,
 	ready func(ctx context.Context, supervisor int) (release func() error, err error)) (*Launch, error) {
+	return SupervisedView(req, stages, ns, nil, nil, ready)
+}
+
+// SupervisedView is SupervisedNamespaces with a host view (see supervise.View)
+// that the supervisor makes first, and the descriptors it uses (view files:
+// given to the supervisor, never to the program).
+func SupervisedView(req *Request, stages []supervise.Stage, ns *supervise.Namespaces, view *supervise.View, viewFiles []*os.File,
+	ready func(ctx context.Context, supervisor int) (release func() error, err error)) (*Launch, error) {
 	spec := supervise.Spec{
 		Path:       req.Path,
 		Args:       req.Args,
 		Rlimits:    req.Limits.rlimits(),
 		Stages:     stages,
 		Namespaces: ns,
+		View:       view,
+		ViewFiles:  viewFiles,
 	}
 	cmd, h, err := supervise.Command(spec, req.Helper, req.Env, req.Dir, req.ExtraFiles)
 	if err != nil {

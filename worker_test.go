@@ -26,6 +26,10 @@ func callDir(t testing.TB) string {
 	return dir
 }
 
+// landlockMeta accepts what Landlock never enforces (the names and metadata of
+// unexposed paths): the tests that use it test Call and Eval, not that.
+var landlockMeta = pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta | pysandboxes.CapHide)
+
 // callSandbox makes a sandbox for Call under provider ("landlock" or
 // "subprocess") whose policy exposes the test module's directory, plus rules.
 func callSandbox(t testing.TB, provider, rules string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
@@ -48,6 +52,9 @@ func callSandbox(t testing.TB, provider, rules string, opts ...pysandboxes.Optio
 		pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{})}
 	if provider == "subprocess" {
 		base = append(base, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+	}
+	if provider == "landlock" {
+		base = append(base, landlockMeta)
 	}
 	sb, err := pysandboxes.New(ctx, pol, append(base, opts...)...)
 	if err != nil {
@@ -210,7 +217,7 @@ func TestCallEagerWorkers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()),
+	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
 		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithEagerWorkers(),
 		pysandboxes.WithInit("callmod:failing_init"), pysandboxes.WithCallOutput(nil, nil))
 	var we *pysandboxes.WorkerError

@@ -15,23 +15,24 @@ import (
 // TestCapabilitiesTable: what the provider claims, with and without seccomp,
 // env(1) and the network filter; never what it cannot enforce.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
 		pysandboxes.CapNoPrivileges
 	const sc = pysandboxes.CapSeccomp
 	for _, tc := range []struct {
-		ok, sc, env, net, listen bool
-		want                     pysandboxes.Capability
+		ok, sc, env, net, listen, id bool
+		want                         pysandboxes.Capability
 	}{
-		{false, true, true, true, true, 0},
-		{true, false, false, false, true, base},
-		{true, true, false, false, false, base | sc},
-		{true, true, false, false, true, base | sc | pysandboxes.CapTCPPorts},
-		{true, true, true, false, true, base | sc | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
-		{true, true, true, true, true, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
+		{false, true, true, true, true, true, 0},
+		{true, false, false, false, true, false, base},
+		{true, true, false, false, false, false, base | sc},
+		{true, true, false, false, true, false, base | sc | pysandboxes.CapTCPPorts},
+		{true, true, true, false, true, false, base | sc | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
+		{true, true, true, true, true, false, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
+		{true, true, true, true, true, true, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts | pysandboxes.CapIdentity},
 	} {
-		got := capabilities(tc.ok, tc.sc, tc.env, tc.net, tc.listen)
+		got := capabilities(tc.ok, tc.sc, tc.env, tc.net, tc.listen, tc.id)
 		if got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc, got, tc.want)
 		}
@@ -48,7 +49,7 @@ func TestRegisteredCapabilities(t *testing.T) {
 		t.Skip(err)
 	}
 	h := p.host()
-	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI); got != want {
+	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }

@@ -24,6 +24,8 @@ type compiled struct {
 	bpf      []byte   // the seccomp filter; nil without seccomp
 	net      *netPlan
 	listen   *supervise.Stage // Landlock's TCP bind rules; nil when not applied
+	exposes  []policy.Expose
+	idmap    bool // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
 
 	warnings []string
 	warnOnce sync.Once
@@ -44,7 +46,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
-	c := &compiled{accepted: accepted}
+	c := &compiled{accepted: accepted, exposes: pol.Exposes(), idmap: h.idmap}
 	var errs []error
 
 	params := pol.ProviderParams(Name)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -148,10 +149,23 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	sub.Env = []string{} // bwrap's own: the program's travels in the arguments
 	sub.ExtraFiles = append(append([]*os.File(nil), req.ExtraFiles...), files...)
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
+	var hv *supervise.View
+	if c.idmap {
+		// bwrap runs as an unprivileged uid, in a view where the exposed
+		// directories are idmapped to it (see package internal/hostid).
+		var sources []string
+		for _, b := range view.Binds {
+			sources = append(sources, b.Path)
+		}
+		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID,
+			Ops: hostid.Idmapped(c.exposes, append(sources, dirOf(req)), uint32(os.Geteuid()), uint32(os.Getegid()))}
+		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+	}
 	if c.listen != nil {
 		stages = append(stages, *c.listen)
 	}
-	l, err := pysandboxes.SupervisedLaunch(&sub, stages)
+	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, nil, nil)
 	if err != nil {
 		return fail(err)
 	}
@@ -216,6 +230,23 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	return l, nil
 }
 
+// procMasked are the paths of /proc that the OCI runtime specification's
+// defaults mask.
+var procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger"}
+
+// dirOf is the program's working directory (which bwrap, run as another uid,
+// must reach to enter it).
+func dirOf(req *pysandboxes.Request) string {
+	if req.Dir != "" {
+		return req.Dir
+	}
+	if wd, err := os.Getwd(); err == nil {
+		return wd
+	}
+	return "/"
+}
+
 // arguments builds bwrap's options (read from a descriptor, so that the
 // environment's values never show in the host's process list) and the command it
 // runs.
@@ -241,6 +272,17 @@ func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h ho
 		rest = rest[1:]
 	}
 	a = append(a, "--proc", "/proc", "--dev", "/dev")
+	// bwrap makes /proc/sys, /proc/irq and /proc/bus read-only itself; what the
+	// OCI runtime specification's defaults mask is masked too.
+	for _, q := range procMasked {
+		if st, err := os.Lstat(q); err == nil {
+			if st.IsDir() {
+				a = append(a, "--perms", "0", "--tmpfs", q, "--remount-ro", q)
+			} else {
+				a = append(a, "--ro-bind", "/dev/null", q)
+			}
+		}
+	}
 	for _, b := range rest {
 		if hostview.Within(b.Path, "/proc") || b.Path == "/dev" {
 			continue

@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -50,6 +53,8 @@ type hostState struct {
 	seccompErr error           // nil when seccomp filters can be built
 	netErr     error           // nil when net= rules can be filtered
 	landlock   int             // the kernel's Landlock ABI (0: none)
+	idmap      bool            // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
+	idErr      error           // why the program would hold a host identity (nil: it does not)
 }
 
 var versionRE = regexp.MustCompile(`bubblewrap ([0-9][0-9.]*)`)
@@ -106,6 +111,22 @@ func probeHost(binary string) hostState {
 		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
 		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", binary, "--version")
 	cmd.Env = []string{}
+	if os.Geteuid() == 0 {
+		// Run as root, bwrap runs as an unprivileged uid (see package
+		// internal/hostid): the same run as that uid.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostid.UID, Gid: hostid.GID}}
+		switch {
+		case supervise.ViewAvailable() != nil:
+			h.idErr = fmt.Errorf("run as root, the program would be the host's root: %w", supervise.ViewAvailable())
+		case !hostid.Root():
+			h.idErr = errors.New("run as root outside the initial user namespace, the program would be this root")
+		default:
+			h.idmap = true
+		}
+	}
+	if !h.idmap && os.Geteuid() == 0 {
+		cmd.SysProcAttr = nil
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		h.err = fmt.Errorf("bwrap cannot create its namespaces here (%v: %s): user namespaces must be usable without privilege "+
 			"(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists, "+
@@ -135,20 +156,23 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI)
+	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
 }
 
 // capabilities is what the provider enforces when bwrap works (ok), with or
 // without seccomp filters, env(1) (which removes the PWD bwrap adds), the
-// network filter and Landlock's TCP bind rules (listenOK).
-func capabilities(ok, seccompOK, envOK, netOK, listenOK bool) pysandboxes.Capability {
+// network filter, Landlock's TCP bind rules (listenOK) and a program that holds
+// no host identity (idOK: run as root, bwrap runs as an unprivileged uid; run
+// unprivileged, as the caller, in namespaces that show no host process or file
+// but the exposed ones).
+func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) pysandboxes.Capability {
 	if !ok {
 		return 0
 	}
 	// The network namespace has loopback only (or the filter's rules): TCP and UDP
 	// reach nothing outside; without any capability no raw or packet socket can be
 	// made.
-	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
 		pysandboxes.CapNoPrivileges
@@ -165,6 +189,9 @@ func capabilities(ok, seccompOK, envOK, netOK, listenOK bool) pysandboxes.Capabi
 	}
 	if netOK {
 		c |= netCapabilities
+	}
+	if idOK {
+		c |= pysandboxes.CapIdentity
 	}
 	return c
 }

@@ -2,6 +2,7 @@ package firejail
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
+	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -25,10 +27,15 @@ type compiled struct {
 	// privateTmp: firejail.private-tmp gives the sandbox its own /tmp.
 	privateTmp bool
 	// keepShm: /dev/shm is exposed, so firejail keeps the host's.
-	keepShm  bool
-	shmMode  hostview.Mode
-	warnings []string
-	warnOnce sync.Once
+	keepShm bool
+	shmMode hostview.Mode
+	exposes []policy.Expose
+	idmap   bool // run as root: firejail runs for hostid.UID, the exposed directories idmapped
+	// identityBPF is the minimal seccomp filter (leases, file flags) set under
+	// firejail when it runs for hostid.UID; nil without seccomp.
+	identityBPF []byte
+	warnings    []string
+	warnOnce    sync.Once
 }
 
 // networkFiles are shown read-only when a net= rule allows traffic.
@@ -44,7 +51,16 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
-	c := &compiled{accepted: accepted}
+	c := &compiled{accepted: accepted, exposes: pol.Exposes(), idmap: h.idmap}
+	if c.idmap {
+		prog, err := seccomp.Build(seccomp.Options{Minimal: true})
+		if err != nil {
+			return nil, fmt.Errorf("firejail: the seccomp filter of the program's identity: %w", err)
+		}
+		if c.identityBPF, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()}); err != nil {
+			return nil, err
+		}
+	}
 	var errs []error
 
 	ps, perrs := parseParams(pol.ProviderParams(Name), h.known)

@@ -18,7 +18,9 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("firejail"))
+	// firejail shows the names of the host's top directories (blacklisted, not
+	// removed): files-meta is not enforced, and must be accepted to use it.
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("firejail"), pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta))
 	if err != nil {
 		fmt.Println(err)
 		return

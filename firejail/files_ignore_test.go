@@ -12,8 +12,9 @@ import (
 
 // TestIgnoredPathsMasked: ignored files and directories are blacklisted wherever
 // they lie in the exposed tree, also through another hard link or a symbolic
-// link: a file reads empty (firejail's blacklist, seen by a root program), a
-// directory lists empty and its entries are unreachable (EACCES); their content
+// link: a file reads empty to a root program (firejail's blacklist) and cannot be
+// opened by the unprivileged uid the program runs as when the host is root; a
+// directory lists empty (or not at all) and its entries are unreachable (EACCES); their content
 // never appears; a masked file cannot be written, removed or replaced, even in a
 // read-write directory; siblings stay readable.
 func TestIgnoredPathsMasked(t *testing.T) {
@@ -50,11 +51,11 @@ import app
 print("import", app.VALUE)
 `, dir)
 	for _, l := range []string{"env", "subenv", "hardlink", "symlink", "target"} {
-		expectLine(t, out, l+" OK ''")
+		expectOneOf(t, out, l, "OK ''", "EACCES")
 	}
-	expectLine(t, out, "secretdir OK []")
+	expectOneOf(t, out, "secretdir", "OK []", "EACCES")
 	expectLine(t, out, "secretfile EACCES")
-	expectLine(t, out, "env-write EACCES")
+	expectOneOf(t, out, "env-write", "EACCES", "EROFS")
 	expectLine(t, out, "env-remove EBUSY")
 	expectLine(t, out, "env-rename EBUSY")
 	expectLine(t, out, "b OK b")
@@ -82,8 +83,8 @@ attempt("pem", lambda: repr(open(d + "/keys/a.pem").read()))
 attempt("late", lambda: repr(open(d + "/late.txt").read()))
 attempt("ok", lambda: open(d + "/ok.txt").read())
 `, dir)
-	expectLine(t, out, "pem OK ''")
-	expectLine(t, out, "late OK ''")
+	expectOneOf(t, out, "pem", "OK ''", "EACCES")
+	expectOneOf(t, out, "late", "OK ''", "EACCES")
 	expectLine(t, out, "ok OK ok")
 	if strings.Contains(out, "SECRET") {
 		t.Errorf("an ignored file leaked:\n%s", out)

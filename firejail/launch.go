@@ -2,6 +2,7 @@ package firejail
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,9 +17,11 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -64,6 +67,8 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		"--caps.drop=all", "--nonewprivs",
 		"--seccomp=" + strings.Join(known(extraSyscalls, h.syscalls), ","), "--seccomp.block-secondary",
 		"--restrict-namespaces",
+		// The host's System V IPC objects and message queues out of reach.
+		"--ipc-namespace",
 		"--protocol=unix,inet,inet6,netlink",
 		"--private-dev",
 		// When the program ends, its orphans are killed and firejail ends with the
@@ -86,6 +91,7 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		netCleanup = nil
 		return errors.Join(errs...)
 	}
+	var netns string
 	if c.net == nil || !c.net.setup {
 		opts = append(opts, "--net=none")
 	} else {
@@ -100,7 +106,14 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 			return nil, fmt.Errorf("firejail: %w", err)
 		}
 		netCleanup = append(netCleanup, sess.Close)
-		opts = append(opts, "--netns="+name)
+		if c.idmap {
+			// Run for an unprivileged uid, firejail refuses --netns
+			// (restricted-network): the supervisor joins the namespace, and
+			// firejail keeps the one it starts in.
+			netns = path
+		} else {
+			opts = append(opts, "--netns="+name)
+		}
 	}
 	var extraShown []string
 	if c.net != nil {
@@ -196,7 +209,38 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	if c.listen != nil {
 		stages = append(stages, *c.listen)
 	}
-	l, err := pysandboxes.SupervisedLaunch(&sub, stages)
+	var hv *supervise.View
+	if c.idmap {
+		// firejail runs for an unprivileged uid (see package internal/hostid),
+		// in a view where the exposed directories are idmapped to it and an
+		// account names it.
+		var sources []string
+		for _, b := range view.Binds {
+			sources = append(sources, b.Path)
+		}
+		dir := req.Dir
+		if dir == "" {
+			dir, _ = os.Getwd()
+		}
+		ops := hostid.Idmapped(idmappable(c.exposes, h.firejail), append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid()))
+		if netns != "" {
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewNetNS, Path: netns})
+		}
+		if hv, err = accountView(ops); err != nil {
+			closeFiles()
+			releaseNet()
+			return nil, err
+		}
+		if c.identityBPF != nil {
+			// Leases and file flags of the exposed files, which are the program's
+			// there: firejail's own filter cannot look at arguments. Installed as
+			// root without no_new_privs, it stays over setuid firejail.
+			stages = append(stages, supervise.Stage{Kind: supervise.StageSeccompKeepPrivs, Config: c.identityBPF})
+		}
+		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+	}
+	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, nil, nil)
 	if err != nil {
 		closeFiles()
 		releaseNet()
@@ -238,6 +282,20 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		return supervisorSignal(sig)
 	}
 	return l, nil
+}
+
+// idmappable are the exposures firejail can have idmapped: not one that holds
+// the firejail binary (idmapped, its setuid root would be setuid to the program's
+// uid) or its state directory (/run/firejail, which firejail checks is root's).
+// Those are read as any user reads them.
+func idmappable(exposes []policy.Expose, binary string) []policy.Expose {
+	var out []policy.Expose
+	for _, e := range exposes {
+		if !hostview.Within("/run/firejail", e.Path) && !hostview.Within(binary, e.Path) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // maxArgs is firejail's limit on its arguments (MAX_ARGS).

@@ -2,6 +2,7 @@ package firejail
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -58,6 +60,10 @@ type hostState struct {
 	// offers ABI 4 or later, and firejail runs as root, which needs no
 	// no_new_privs to be restricted).
 	listen bool
+	// idmap: run as root, firejail runs for hostid.UID (an account for it in the
+	// supervisor's view), the exposed directories idmapped.
+	idmap bool
+	idErr error // why the program would hold a host identity (nil: it does not)
 }
 
 var versionRE = regexp.MustCompile(`firejail version ([0-9][0-9.]*)`)
@@ -150,8 +156,64 @@ func probeHost(binary string) hostState {
 	if perr != nil || pid > 64 {
 		h.err = fmt.Errorf("firejail did not isolate the program here (its pid is %q, not one of a new pid namespace): "+
 			"inside a container firejail may detect an existing sandbox and run programs without one", strings.TrimSpace(string(out)))
+		return h
+	}
+	if os.Geteuid() == 0 {
+		h.idErr = idTrial(ctx, binary)
+		h.idmap = h.idErr == nil
 	}
 	return h
+}
+
+// idTrial runs firejail once as the unprivileged uid the program runs as when
+// the host is root (see package internal/hostid): nil when it works.
+func idTrial(ctx context.Context, binary string) error {
+	if err := supervise.ViewAvailable(); err != nil {
+		return fmt.Errorf("run as root, the program would be the host's root: %w", err)
+	}
+	if !hostid.Root() {
+		return errors.New("run as root outside the initial user namespace, the program would be this root")
+	}
+	view, err := accountView(nil)
+	if err != nil {
+		return err
+	}
+	id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
+	spec := supervise.Spec{Path: binary, Args: []string{"firejail", "--quiet", "--noprofile", "--net=none", "--private-dev",
+		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "id -u"},
+		View: view, Stages: []supervise.Stage{{Kind: supervise.StageSetIdentity, Config: id}}}
+	cmd, hd, err := supervise.Command(spec, "", []string{}, "/", nil)
+	if err != nil {
+		return err
+	}
+	defer hd.Close()
+	var out, errb strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if _, err := hd.Start(ctx, cmd); err != nil {
+		cmd.Wait()
+		return fmt.Errorf("firejail cannot run for uid %d here: %w", hostid.UID, err)
+	}
+	cmd.Wait()
+	ws, err := hd.Status()
+	if err == nil && (ws.ExitStatus() != 0 || strings.TrimSpace(out.String()) != strconv.Itoa(hostid.UID)) {
+		err = fmt.Errorf("exit status %d: %s", ws.ExitStatus(), strings.TrimSpace(errb.String()+out.String()))
+	}
+	if err != nil {
+		return fmt.Errorf("firejail cannot run for uid %d here (/etc/firejail/firejail.users must list it when it exists): %w", hostid.UID, err)
+	}
+	return nil
+}
+
+// accountView is the view firejail runs in as the unprivileged uid: an account
+// for it (firejail refuses a uid without one), and ops.
+func accountView(ops []supervise.ViewOp) (*supervise.View, error) {
+	passwd, group, err := hostid.Account()
+	if err != nil {
+		return nil, fmt.Errorf("an account for uid %d: %w", hostid.UID, err)
+	}
+	ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/passwd", Data: passwd},
+		supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/group", Data: group})
+	return &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: ops}, nil
 }
 
 // checkUsersFile explains a user that /etc/firejail/firejail.users does not list.
@@ -185,7 +247,12 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.err == nil, h.env != "", h.netErr == nil, h.listen)
+	c := capabilities(h.err == nil, h.env != "", h.netErr == nil, h.listen)
+	if c != 0 && h.idErr == nil && os.Geteuid() == 0 {
+		// firejail runs for an unprivileged uid that owns nothing of the host's.
+		c |= pysandboxes.CapIdentity
+	}
+	return c
 }
 
 // capabilities is what the provider enforces when firejail works (ok), with or
@@ -278,6 +345,13 @@ func (p *Provider) Details() []string {
 		out = append(out, "listening: Landlock TCP bind rules on firejail and the program (only the ports of IN rules); MPTCP listeners go around them, unreachable from outside")
 	} else {
 		out = append(out, "listening: not refused (needs root and Landlock ABI 4): tcp-ports is not claimed")
+	}
+	switch {
+	case h.idmap:
+		out = append(out, fmt.Sprintf("identity: firejail runs for uid %d, gid %d (an account for it in a private view of "+
+			"/etc/passwd and /etc/group), the exposed directories idmapped to it (the host's files there are its own)", hostid.UID, hostid.GID))
+	case h.idErr != nil:
+		out = append(out, "identity: NOT enforced: "+h.idErr.Error())
 	}
 	return out
 }

@@ -12,31 +12,36 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// TestCapabilitiesTable: what the provider claims, by ABI and seccomp.
+// TestCapabilitiesTable: what the provider claims, by ABI, seccomp and identity
+// mode. Never the names and metadata of unexposed paths (files-meta), nor hide.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
+	const base = pysandboxes.CapEnv | pysandboxes.CapFilesRead |
 		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
+	const id = pysandboxes.CapIdentity | pysandboxes.CapFilesWrite
 	const sc = pysandboxes.CapSeccomp | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapUnixSockets
 	for _, tc := range []struct {
 		abi  int
 		sc   bool
+		id   identityMode
 		want pysandboxes.Capability
 	}{
-		{0, true, 0},
-		{1, false, base},
-		{3, true, base | sc},
-		{4, true, base | sc | pysandboxes.CapTCPPorts},
-		{5, false, base},
-		{6, false, base | pysandboxes.CapSignals},
-		{7, true, base | sc | pysandboxes.CapTCPPorts | pysandboxes.CapSignals},
-		{7, false, base | pysandboxes.CapSignals},
-		{9, false, base | pysandboxes.CapSignals | pysandboxes.CapUnixSockets},
+		{0, true, idNone, 0},
+		{1, false, idNone, base},
+		{3, true, idRoot, base | sc | id},
+		{4, true, idNone, base | sc | pysandboxes.CapTCPPorts},
+		{5, false, idNone, base},
+		{6, false, idNone, base | pysandboxes.CapSignals},
+		{7, true, idUserNS, base | sc | pysandboxes.CapTCPPorts | pysandboxes.CapSignals | id},
+		{7, true, idSeccomp, base | sc | pysandboxes.CapTCPPorts | pysandboxes.CapSignals | id},
+		{7, false, idNone, base | pysandboxes.CapSignals},
+		{9, false, idNone, base | pysandboxes.CapSignals | pysandboxes.CapUnixSockets},
 	} {
-		got := capabilities(tc.abi, tc.sc)
+		got := capabilities(tc.abi, tc.sc, tc.id)
 		if got != tc.want {
-			t.Errorf("ABI %d seccomp %v: got %s, want %s", tc.abi, tc.sc, got, tc.want)
+			t.Errorf("ABI %d seccomp %v identity %s: got %s, want %s", tc.abi, tc.sc, tc.id, got, tc.want)
 		}
-		for _, never := range []pysandboxes.Capability{pysandboxes.CapNetHosts, pysandboxes.CapUDP, pysandboxes.CapProcessIsolation} {
+		for _, never := range []pysandboxes.Capability{pysandboxes.CapNetHosts, pysandboxes.CapUDP, pysandboxes.CapProcessIsolation,
+			pysandboxes.CapFilesMeta, pysandboxes.CapHide} {
 			if got.Has(never) {
 				t.Errorf("ABI %d seccomp %v claims %s", tc.abi, tc.sc, never)
 			}
@@ -53,7 +58,7 @@ func TestCapabilitiesFollowSeccomp(t *testing.T) {
 	}
 	scOK := seccomp.Available() == nil
 	got := p.Capabilities()
-	if want := capabilities(p.host().abi, scOK); got != want {
+	if want := capabilities(p.host().abi, scOK, p.host().id); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if !scOK && (got.Has(pysandboxes.CapTCPPorts) || got.Has(pysandboxes.CapUDPDeny) || got.Has(pysandboxes.CapRawSockets) || got.Has(pysandboxes.CapSeccomp)) {

@@ -42,6 +42,7 @@ const maxStaticConfig = 96 << 10
 type compiled struct {
 	rights   abiRights
 	accepted pysandboxes.Capability
+	id       identityMode
 	handled  uint64 // network rights
 	scoped   uint64
 	static   []supervise.LandlockPaths
@@ -68,6 +69,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 	c := &compiled{
 		rights:   r,
 		accepted: accepted,
+		id:       h.id,
 		exposes:  pol.Exposes(),
 		ignores:  pol.Ignores(),
 		resolver: &needs.Resolver{Env: pol.Environ()},
@@ -154,6 +156,9 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			AllowUDP:         np.allowUDP,
 			DenyMPTCP:        np.denyMPTCP,
 			AllowUnixSockets: allowUnix,
+			ProcessScope:     true,
+			DenyMetadata:     h.id == idSeccomp,
+			DenyIPC:          h.id == idSeccomp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)

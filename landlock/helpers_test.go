@@ -22,6 +22,7 @@ var (
 	run            = providertest.Run
 	py             = providertest.Py
 	expectLine     = providertest.ExpectLine
+	expectDenied   = providertest.ExpectWriteDenied
 	writeFile      = providertest.WriteFile
 )
 
@@ -38,21 +39,24 @@ func requireLandlock(t testing.TB) pysandboxes.Provider {
 // still run.
 const netCaps = pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapUnixSockets | pysandboxes.CapSeccomp
 
+// unclaimed is what Landlock never enforces: the names and metadata of unexposed
+// paths (files-meta), and so hide. The tests accept them.
+const unclaimed = pysandboxes.CapFilesMeta | pysandboxes.CapHide
+
 // sandbox makes a landlock sandbox for the rule lines.
 func sandbox(t testing.TB, lines []string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
 	t.Helper()
-	if seccomp.Available() != nil {
-		opts = append(opts, pysandboxes.AcceptUnenforced(netCaps))
-	}
+	opts = append(opts, pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
 	return providertest.Sandbox(t, "landlock", lines, opts...)
 }
 
-// netCapsIfNoSeccomp is netCaps when seccomp is unavailable, else nothing.
+// netCapsIfNoSeccomp is what the tests accept as not enforced: unclaimed, and
+// netCaps when seccomp is unavailable.
 func netCapsIfNoSeccomp() pysandboxes.Capability {
 	if seccomp.Available() != nil {
-		return netCaps
+		return unclaimed | netCaps
 	}
-	return 0
+	return unclaimed
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -37,6 +38,34 @@ type hostState struct {
 	abi        int   // 0 when Landlock is not available
 	abiErr     error // why not
 	seccompErr error // nil when seccomp filters can be built
+	id         identityMode
+	idErr      error // why the program would hold a host identity (id == idNone)
+}
+
+// identityMode is how the provider keeps the program from holding an identity
+// of the host's (see package internal/hostid).
+type identityMode int
+
+const (
+	// idNone: it does not (no C supervisor, or no seccomp filter).
+	idNone identityMode = iota
+	// idRoot: the host runs as root; the program runs as hostid.UID in a private
+	// mount namespace where every mount is read-only, the exposed directories
+	// (and the directories it could not traverse on the way) idmapped so that
+	// the host's files there are its own.
+	idRoot
+	// idUserNS: the program keeps the caller's uid, in a user and mount
+	// namespace of its own where every mount is read-only but the expose-rw
+	// directories, and an IPC namespace of its own.
+	idUserNS
+	// idSeccomp: the program keeps the caller's uid without namespaces (user
+	// namespaces are not available): the seccomp filter refuses every change of
+	// metadata and the host's IPC objects.
+	idSeccomp
+)
+
+func (m identityMode) String() string {
+	return [...]string{"none", "root", "userns", "seccomp"}[m]
 }
 
 func (p *Provider) host() hostState {
@@ -50,8 +79,28 @@ func (p *Provider) host() hostState {
 			p.state.abiErr = probeError(p.state.abiErr)
 		}
 		p.state.seccompErr = seccomp.Available()
+		p.state.id, p.state.idErr = identity(p.state)
 	})
 	return p.state
+}
+
+// identity decides how the program holds no host identity here.
+func identity(h hostState) (identityMode, error) {
+	switch {
+	case h.abi < 1:
+		return idNone, h.abiErr
+	case supervise.ViewAvailable() != nil:
+		return idNone, supervise.ViewAvailable()
+	case h.seccompErr != nil:
+		return idNone, fmt.Errorf("without seccomp, the program may set limits and priorities of the host's processes of its uid: %w", h.seccompErr)
+	case hostid.Root():
+		return idRoot, nil
+	case h.abi < abiScopes:
+		return idNone, fmt.Errorf("with Landlock ABI %d (< %d), the program may signal the host's processes of its uid", h.abi, abiScopes)
+	case hostid.UserNamespaces() == nil:
+		return idUserNS, nil
+	}
+	return idSeccomp, nil
 }
 
 // Name returns "landlock".
@@ -67,17 +116,24 @@ func (p *Provider) Probe(context.Context) error {
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.abi, h.seccompErr == nil)
+	return capabilities(h.abi, h.seccompErr == nil, h.id)
 }
 
-// capabilities is what the provider enforces with Landlock ABI abi, and with or
-// without seccomp.
-func capabilities(abi int, seccompOK bool) pysandboxes.Capability {
+// capabilities is what the provider enforces with Landlock ABI abi, with or
+// without seccomp, and with an identity mode. Landlock mediates the contents of
+// files, not their names and metadata (stat, readlink, xattrs, inotify work on
+// any path): files-meta and hide are never claimed. files-write covers metadata
+// only where the view makes the host's mounts read-only or seccomp refuses every
+// metadata change (an identity mode).
+func capabilities(abi int, seccompOK bool, id identityMode) pysandboxes.Capability {
 	if abi < 1 {
 		return 0
 	}
-	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
+	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead |
 		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
+	if id != idNone {
+		c |= pysandboxes.CapIdentity | pysandboxes.CapFilesWrite
+	}
 	if abi >= abiScopes {
 		// Signals by the ABI 6 scope; ptrace of a process outside the domain is
 		// refused by Landlock from ABI 1 (and by seccomp).
@@ -147,15 +203,41 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if err != nil {
 		return nil, err
 	}
-	stages := []supervise.Stage{
-		{Kind: supervise.StageNoNewPrivs},
-		{Kind: supervise.StageDropCapabilities},
-		{Kind: supervise.StageLandlock, Config: llJSON},
+	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
+	var view *supervise.View
+	switch c.id {
+	case idRoot:
+		view = &supervise.View{ReadOnly: true, IPC: true, UID: hostid.UID, GID: hostid.GID,
+			Ops: hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid()))}
+		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+	case idUserNS:
+		view = &supervise.View{ReadOnly: true, UserNS: true, IPC: true, Ops: hostid.Writable(c.exposes)}
 	}
+	stages = append(stages,
+		supervise.Stage{Kind: supervise.StageDropCapabilities},
+		supervise.Stage{Kind: supervise.StageLandlock, Config: llJSON})
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
 	}
-	return pysandboxes.SupervisedLaunch(req, stages)
+	return pysandboxes.SupervisedView(req, stages, nil, view, nil, nil)
+}
+
+// grantedPaths lists the paths of a ruleset (the paths the program must be able
+// to reach).
+func grantedPaths(cfg *supervise.LandlockConfig) []string {
+	var out []string
+	for _, g := range cfg.Paths {
+		for _, list := range [][]string{g.Paths, g.Optional} {
+			for _, p := range list {
+				if g.Base != "" && !strings.HasPrefix(p, "/") {
+					p = g.Base + "/" + p
+				}
+				out = append(out, p)
+			}
+		}
+	}
+	return out
 }
 
 // Details describes what the provider does on this host, one line each, for
@@ -191,6 +273,22 @@ func (p *Provider) Details() []string {
 	out = append(out, "implicit read-write grants (no create, no delete): "+strings.Join(present(devicePaths), ", "))
 	out = append(out, "implicit read-only grants when a net= rule allows traffic: "+strings.Join(present(networkPaths), ", "))
 	out = append(out, "no implicit write anywhere: neither the working directory nor /tmp")
+	switch h.id {
+	case idRoot:
+		out = append(out, fmt.Sprintf("identity: the program runs as uid %d, gid %d (the host runs as root), in a mount namespace "+
+			"where every mount is read-only, the exposed directories idmapped (the host's files there are the program's) and "+
+			"directories it could not traverse idmapped read-only; an IPC namespace of its own", hostid.UID, hostid.GID))
+	case idUserNS:
+		out = append(out, "identity: the program keeps the caller's uid, in a user, mount and IPC namespace of its own where "+
+			"every mount is read-only but the expose-rw directories")
+	case idSeccomp:
+		out = append(out, "identity: the program keeps the caller's uid (no user namespaces here); seccomp refuses every "+
+			"change of metadata (chmod, chown, utime, xattrs) and the host's System V IPC and message queues")
+	default:
+		out = append(out, "identity: NOT enforced: "+h.idErr.Error())
+	}
+	out = append(out, "not enforced by Landlock: names and metadata of paths outside the exposed directories "+
+		"(stat, readlink, xattrs, inotify), so files-meta and hide are not claimed")
 	for _, example := range []string{"/usr/bin/python3", "/bin/sh"} {
 		if _, err := os.Stat(example); err != nil {
 			continue

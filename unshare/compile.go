@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -44,6 +45,14 @@ var networkPaths = []string{
 	"/etc/pki/ca-trust", "/etc/pki/tls/certs", "/etc/pki/tls/cert.pem", "/etc/pki/tls/openssl.cnf", "/usr/share/pki",
 }
 
+// procMasked and procReadOnly are the paths of a new /proc that the OCI runtime
+// specification's defaults mask and make read-only.
+var (
+	procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
+		"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi"}
+	procReadOnly = []string{"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}
+)
+
 // localHosts is the sandbox's /etc/hosts when the policy exposes none.
 const localHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
 
@@ -51,6 +60,7 @@ const localHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopb
 type compiled struct {
 	accepted pysandboxes.Capability
 	uid, gid int
+	idmap    bool // the host's root maps the sandbox's root to other ids: idmap the exposed directories
 	hostTmp  bool
 	tmpSize  uint64
 	shmSize  uint64
@@ -117,6 +127,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		accepted: accepted,
 		uid:      os.Geteuid(),
 		gid:      os.Getegid(),
+		idmap:    h.idmap,
 		tmpSize:  defaultTmpSize,
 		shmSize:  defaultShmSize,
 		ignores:  pol.Ignores(),
@@ -124,6 +135,11 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 	}
 	var errs []error
 
+	if c.idmap {
+		// Run as root: the sandbox's root is an unprivileged host uid, never the
+		// host's root (see package internal/hostid).
+		c.uid, c.gid = hostid.UID, hostid.GID
+	}
 	// Provider parameters.
 	gidSet := false
 	for _, prm := range pol.ProviderParams(Name) {
@@ -166,6 +182,11 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		default:
 			errs = append(errs, fmt.Errorf("%s: unknown unshare parameter %q (known: unshare.uid, unshare.gid, unshare.host-tmp, unshare.tmp-size, unshare.shm-size)",
 				ruleRef(prm.Rule), prm.Name))
+		}
+		if (prm.Name == "uid" || prm.Name == "gid") && strings.TrimSpace(prm.Value) == "0" && os.Geteuid() == 0 &&
+			!accepted.Has(pysandboxes.CapIdentity) {
+			errs = append(errs, fmt.Errorf("%s: the sandbox's root would be the host's root (owner of its files, sysctls, ...): "+
+				"accept the capability %s to run so", ruleRef(prm.Rule), pysandboxes.CapIdentity))
 		}
 	}
 
@@ -362,8 +383,20 @@ func (c *compiled) rootFor(ctx context.Context, path string, logger *slog.Logger
 		p.symlink("/dev/"+name, target)
 	}
 	p.mount("/dev/shm", kindTmpfs, 0o1777, c.shmSize, supervise.RootNoExec)
-	// A new /proc (the sandbox's pid namespace).
+	// A new /proc (the sandbox's pid namespace), with what the OCI runtime
+	// specification masks or makes read-only by default (the kernel's settings,
+	// its memory, timers and keys of other processes).
 	p.mount("/proc", kindProc, 0, 0, 0)
+	for _, q := range procMasked {
+		if _, err := os.Lstat(q); err == nil {
+			p.procMask(q)
+		}
+	}
+	for _, q := range procReadOnly {
+		if _, err := os.Lstat(q); err == nil {
+			p.procReadOnly(q)
+		}
+	}
 	// No host /run unless the policy names it.
 	if p.covered("/run") != nil && !exposedUnder(c.exposes, "/run") {
 		p.mount("/run", kindTmpfs, 0o755, 1<<20, supervise.RootReadOnly|supervise.RootNoExec)
@@ -394,6 +427,25 @@ func maskPath(p *rootPlan, q string) {
 	if q != "/" && p.visible(q) {
 		p.mask(q, !st.IsDir())
 	}
+}
+
+// view returns the host view the outer supervisor makes before the namespaces,
+// or nil: run as root with the sandbox's root mapped to other ids, the exposed
+// directories idmapped (the host's files there are the sandbox root's), and the
+// directories that uid could not traverse on the way to a bind idmapped
+// read-only.
+func (c *compiled) view(ops []supervise.RootOp) *supervise.View {
+	if !c.idmap || c.uid == os.Geteuid() {
+		return nil
+	}
+	var sources []string
+	for _, op := range ops {
+		if op.Kind == supervise.OpBind {
+			sources = append(sources, op.Source)
+		}
+	}
+	return &supervise.View{UID: uint32(c.uid), GID: uint32(c.gid),
+		Ops: hostid.Idmapped(c.exposes, sources, uint32(os.Geteuid()), uint32(os.Getegid()))}
 }
 
 // exposedUnder reports whether an exposed directory is dir or lies beneath it.

@@ -8,9 +8,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // hostState is what the provider found on this host.
@@ -20,6 +22,8 @@ type hostState struct {
 	netErr       error // nil when the network filter works here
 	landlockABI  int   // the kernel's Landlock ABI (TCP bind from 4)
 	unprivileged bool  // an unprivileged user could run it here too
+	idmap        bool  // run as root: the sandbox's root is hostid.UID, the exposed directories idmapped
+	idErr        error // why the sandbox's root would hold a host identity (nil: it does not)
 }
 
 // namespaceFiles are the namespaces the sandbox needs, with the kernel option
@@ -85,9 +89,26 @@ func probeHost(ctx context.Context) hostState {
 		h.err = errors.New("user namespaces are disabled: user.max_user_namespaces=0 (set it above 0: sysctl -w user.max_user_namespaces=10000)")
 		return h
 	}
-	if err := trial(ctx); err != nil {
+	if err := trial(ctx, nil); err != nil {
 		h.err = fmt.Errorf("cannot set up a sandbox here: %w%s", err, trialHint(err))
 		return h
+	}
+	if os.Geteuid() == 0 {
+		switch {
+		case supervise.ViewAvailable() != nil:
+			h.idErr = fmt.Errorf("run as root, the sandbox's root would be the host's root: %w", supervise.ViewAvailable())
+		case !hostid.Root():
+			h.idErr = errors.New("run as root outside the initial user namespace, the sandbox's root would be this root")
+		default:
+			// The sandbox's root as an unprivileged uid, with an idmapped directory.
+			view := &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: hostid.Idmapped(
+				[]policy.Expose{{Path: os.TempDir(), Mode: policy.ReadWrite}}, nil, 0, 0)}
+			if err := trial(ctx, view); err != nil {
+				h.idErr = fmt.Errorf("run as root, the sandbox's root cannot be another uid here (idmapped mounts): %w", err)
+			} else {
+				h.idmap = true
+			}
+		}
 	}
 	h.unprivileged = os.Geteuid() != 0 || limits == ""
 	h.netErr = netfilter.Available(ctx)
@@ -98,10 +119,14 @@ func probeHost(ctx context.Context) hostState {
 // trial starts a supervisor in the sandbox's namespaces with a small root, waits
 // until it reports that everything is ready, and lets it go without starting
 // anything.
-func trial(ctx context.Context) error {
+func trial(ctx context.Context, view *supervise.View) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	ns := &supervise.Namespaces{UID: os.Geteuid(), GID: os.Getegid(), Wait: true, Loopback: true, Root: []supervise.RootOp{
+	uid, gid := os.Geteuid(), os.Getegid()
+	if view != nil {
+		uid, gid = int(view.UID), int(view.GID)
+	}
+	ns := &supervise.Namespaces{UID: uid, GID: gid, Wait: true, Loopback: true, Root: []supervise.RootOp{
 		{Kind: supervise.OpDir, Path: "/dev", Mode: 0o755},
 		{Kind: supervise.OpBind, Path: "/dev/null", Source: "/dev/null",
 			Flags: supervise.RootReadOnly | supervise.RootDevices | supervise.RootFile | supervise.RootNoExec},
@@ -110,7 +135,7 @@ func trial(ctx context.Context) error {
 		{Kind: supervise.OpMask, Path: "/tmp", Mode: 0o111},
 		{Kind: supervise.OpSeal, Path: "/tmp"},
 	}}
-	cmd, h, err := supervise.Command(supervise.Spec{Path: "/", Args: []string{"probe"}, Namespaces: ns}, "", nil, "/", nil)
+	cmd, h, err := supervise.Command(supervise.Spec{Path: "/", Args: []string{"probe"}, Namespaces: ns, View: view}, "", nil, "/", nil)
 	if err != nil {
 		return err
 	}

@@ -63,6 +63,14 @@ func capabilities(h hostState) pysandboxes.Capability {
 	if h.unprivileged {
 		c |= pysandboxes.CapUnprivileged
 	}
+	if h.idErr == nil {
+		// Run as root, the sandbox's root is an unprivileged host uid; run
+		// unprivileged, it is the caller's own uid, in namespaces that show no
+		// host process, IPC object or file but the exposed ones.
+		c |= pysandboxes.CapIdentity | pysandboxes.CapFilesMeta
+	} else {
+		c |= pysandboxes.CapFilesMeta
+	}
 	if h.netErr == nil {
 		// The network filter: TCP and UDP by host, address, network and port.
 		c |= pysandboxes.CapNetHosts | pysandboxes.CapUDP
@@ -134,6 +142,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: dir})
 	ready := c.net.ready()
 	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Wait: ready != nil, Root: ops}
+	view := c.view(ops)
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}, {Kind: supervise.StageDropCapabilities}}
 	if c.bind != nil {
 		stages = append(stages, *c.bind)
@@ -141,7 +150,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
 	}
-	return pysandboxes.SupervisedNamespaces(req, stages, ns, ready)
+	return pysandboxes.SupervisedView(req, stages, ns, view, nil, ready)
 }
 
 // Details describes what the provider does on this host, one line each, for

@@ -22,6 +22,8 @@ const (
 	kindProc                    // the new procfs
 	kindFile                    // a file with data
 	kindMask                    // an ignored path: masked
+	kindHide                    // a path of a new file system (/proc): masked where it is
+	kindRebind                  // a path of a new file system (/proc): made read-only where it is
 )
 
 // node is one path of the sandbox's root.
@@ -164,6 +166,35 @@ func (p *rootPlan) mask(path string, file bool) {
 	n.kind, n.file, n.mode, n.src = kindMask, file, 0, ""
 }
 
+// procMask masks path, a path of the new /proc that exists there.
+func (p *rootPlan) procMask(path string) {
+	n := p.walk(path)
+	n.kind, n.mode = kindHide, 0
+}
+
+// procReadOnly makes path, a path of the new /proc, read-only.
+func (p *rootPlan) procReadOnly(path string) {
+	n := p.walk(path)
+	n.kind = kindRebind
+}
+
+// bindSources lists the host paths the plan binds.
+func (p *rootPlan) bindSources() []string {
+	var out []string
+	var walk func(n *node)
+	walk = func(n *node) {
+		if n.kind == kindBind {
+			out = append(out, n.src)
+		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	walk(&p.root)
+	slices.Sort(out)
+	return out
+}
+
 // visible reports whether path exists in the plan (a node, or beneath a bind).
 func (p *rootPlan) visible(path string) bool {
 	if p.covered(path) != nil {
@@ -216,6 +247,10 @@ func (p *rootPlan) ops() []supervise.RootOp {
 				op.Flags = supervise.RootOver
 			}
 			out = append(out, op)
+		case kindHide:
+			out = append(out, supervise.RootOp{Kind: supervise.OpMask, Path: path})
+		case kindRebind:
+			out = append(out, supervise.RootOp{Kind: supervise.OpRebind, Path: path})
 		case kindMask:
 			if !inside {
 				// The masked path must exist: make it in the root tmpfs.

@@ -114,7 +114,8 @@ var providers = []struct {
 	args []string
 }{
 	{"subprocess", []string{"--os-sandbox=subprocess", "--accept-unenforced=all"}},
-	{"landlock", []string{"--os-sandbox=landlock", "--accept-unenforced=net-hosts"}},
+	{"landlock", []string{"--os-sandbox=landlock", "--accept-unenforced=net-hosts,files-meta,hide"}},
+	{"unshare", []string{"--os-sandbox=unshare"}},
 }
 
 func landlockWorks(t *testing.T) {

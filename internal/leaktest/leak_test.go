@@ -15,6 +15,7 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
@@ -127,7 +128,8 @@ func TestNoLeaksAfter1000Runs(t *testing.T) {
 			t.Logf("provider %s is not available here: its %d runs go to the others", s.provider, s.times)
 			continue
 		}
-		sb, err := pysandboxes.New(ctx, s.pol, pysandboxes.WithProvider(s.provider), pysandboxes.WithLogger(quiet))
+		sb, err := pysandboxes.New(ctx, s.pol, pysandboxes.WithProvider(s.provider), pysandboxes.WithLogger(quiet),
+			pysandboxes.AcceptUnenforced(providertest.Unclaimed[s.provider]))
 		if err != nil {
 			t.Fatalf("%s%s: %v", s.provider, s.suffix, err)
 		}

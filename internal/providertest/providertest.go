@@ -86,12 +86,22 @@ func BuildErr(lines ...string) (*policy.Policy, error) {
 func Sandbox(t testing.TB, name string, lines []string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
 	t.Helper()
 	Require(t, name)
-	opts = append([]pysandboxes.Option{pysandboxes.WithProvider(name), pysandboxes.WithLogger(QuietLogger())}, opts...)
+	opts = append([]pysandboxes.Option{pysandboxes.WithProvider(name), pysandboxes.WithLogger(QuietLogger()),
+		pysandboxes.AcceptUnenforced(Unclaimed[name])}, opts...)
 	sb, err := pysandboxes.New(context.Background(), Build(t, lines...), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sb
+}
+
+// Unclaimed are the capabilities a provider never enforces that its shared
+// tests accept (they test something else): Landlock does not hide names and
+// metadata of unexposed paths, nor (therefore) ignored ones; firejail shows the
+// names of the host's top directories.
+var Unclaimed = map[string]pysandboxes.Capability{
+	"landlock": pysandboxes.CapFilesMeta | pysandboxes.CapHide,
+	"firejail": pysandboxes.CapFilesMeta,
 }
 
 // Run runs a command in the sandbox and returns its combined output and error.
@@ -144,6 +154,33 @@ func ExpectLine(t testing.TB, out, want string) {
 		}
 	}
 	t.Errorf("output lacks %q:\n%s", want, out)
+}
+
+// ExpectWriteDenied checks that the output has the line "name EACCES" or "name
+// EROFS": a write refused by a ruleset, or by a read-only mount of the program's
+// view of the host.
+func ExpectWriteDenied(t testing.TB, out, name string) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		if l = strings.TrimSpace(l); l == name+" EACCES" || l == name+" EROFS" {
+			return
+		}
+	}
+	t.Errorf("output lacks %q or %q:\n%s", name+" EACCES", name+" EROFS", out)
+}
+
+// ExpectOneOf checks that the output has one of the lines name+" "+outcome.
+func ExpectOneOf(t testing.TB, out, name string, outcomes ...string) {
+	t.Helper()
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		for _, o := range outcomes {
+			if l == name+" "+o {
+				return
+			}
+		}
+	}
+	t.Errorf("output lacks %q with one of %q:\n%s", name, outcomes, out)
 }
 
 // WriteFile writes content to path, making its directories.
