@@ -8,8 +8,10 @@ import (
 
 // Discovery says what is being run, to find its rule file.
 type Discovery struct {
-	// Config is the file named by the caller (python-sb --pysandboxes-config): a path
-	// with a '/' is used as it is; a bare name replaces DefaultName in the search.
+	// Config is the file named by the caller (python-sb --pysandboxes-config): used
+	// as it is, a relative path from Dir (never searched next to the script: a
+	// file the caller named is that file, and a missing one is an error, not a
+	// file to learn).
 	Config string
 	// Script is the script being run, if any.
 	Script string
@@ -24,7 +26,7 @@ type Discovery struct {
 
 // Discover returns the rule file to load and how it was found:
 //
-//   - "explicit": Config holds a '/';
+//   - "explicit": Config is set (a relative path is from Dir);
 //   - "script": the file next to Script;
 //   - "module": the file inside the package of Module, nearest package first
 //     (found on disk, without importing anything);
@@ -38,14 +40,11 @@ func Discover(d Discovery) (path, how string) {
 	}
 	name := DefaultName
 	if d.Config != "" {
-		if strings.Contains(d.Config, "/") {
-			p := d.Config
-			if !filepath.IsAbs(p) {
-				p = filepath.Join(dir, p)
-			}
-			return filepath.Clean(p), "explicit"
+		p := d.Config
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
 		}
-		name = d.Config
+		return filepath.Clean(p), "explicit"
 	}
 	if d.Script != "" && d.Script != "-" {
 		s := d.Script

@@ -257,7 +257,11 @@ func (e *env) resolverSink() (*udpSink, string) {
 		}
 		return e.sink(pc), addr
 	}
-	e.fail(fmt.Errorf("no loopback address to listen on port 53: %w", last))
+	if errors.Is(last, syscall.EACCES) {
+		e.skipf("listening on port 53 needs privilege (net.ipv4.ip_unprivileged_port_start): %v", last)
+	} else {
+		e.fail(fmt.Errorf("no loopback address to listen on port 53: %w", last))
+	}
 	return &udpSink{}, ""
 }
 

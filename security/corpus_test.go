@@ -3,10 +3,12 @@ package security_test
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -181,3 +183,71 @@ func openFDs(t *testing.T) int {
 
 // childrenOf lists the live children of pid.
 func childrenOf(pid int) []int { return proctest.Children(pid) }
+
+// envUnprivileged marks the run of the corpus as an unprivileged user.
+const envUnprivileged = "PYSB_SECURITY_UNPRIVILEGED"
+
+// TestCorpusUnprivileged runs the whole corpus again as an unprivileged user
+// (uid 65534): the identity a program holds, and so what each provider must
+// refuse, differ from a root host's. As root, the test binary runs itself again
+// as that user (a copy in a directory it can read, with a TMPDIR of its own);
+// as another user, TestCorpus already was that run.
+func TestCorpusUnprivileged(t *testing.T) {
+	if os.Getenv(envUnprivileged) != "" || os.Geteuid() != 0 {
+		t.Skip("this is the unprivileged run, or the host is not root: TestCorpus covers it")
+	}
+	const nobody = 65534
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's TMPDIR (see run) must let that user through.
+	if err := os.Chmod(os.TempDir(), 0o711); err != nil {
+		t.Fatal(err)
+	}
+	// A short path: Unix socket paths hold 108 bytes.
+	dir, err := os.MkdirTemp("/tmp", "pysb-u-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "security.test")
+	src, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{dir, tmp} {
+		if err := os.Chown(p, nobody, nobody); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestCorpus$", "-test.v", "-test.count=1", "-test.timeout=15m")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir, "TMPDIR=" + tmp, envUnprivileged + "=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	verdicts := string(out)
+	if i := strings.Index(verdicts, "verdicts:"); i >= 0 {
+		verdicts = verdicts[i:]
+	}
+	t.Logf("as uid %d:\n%s", nobody, verdicts)
+	if err != nil {
+		var failed []string
+		for _, l := range strings.Split(string(out), "\n") {
+			if strings.Contains(l, "--- FAIL") || strings.Contains(l, "corpus_test.go") {
+				failed = append(failed, l)
+			}
+		}
+		t.Fatalf("the corpus as uid %d failed: %v\n%s", nobody, err, strings.Join(failed, "\n"))
+	}
+}

@@ -220,6 +220,16 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 	}
 	sb, err := e.sandbox(pl.rules, pl.limits)
 	if err != nil {
+		if a.Capability != 0 && !e.provider.Capabilities().Has(a.Capability) {
+			// Fail closed: the provider refuses to start a policy it cannot
+			// enforce here, even accepted as not enforced.
+			return outSkipped, "the provider refuses this policy here (" + a.Capability.String() + " is not declared): " + err.Error(), nil
+		}
+		if msg := err.Error(); strings.Contains(msg, "network filter") && strings.Contains(msg, "cannot work here") {
+			// The attack's control needs traffic out (a net= ALLOW rule), which
+			// this provider refuses where its network filter cannot run.
+			return outSkipped, "the attack's control needs a net= ALLOW rule, refused here: " + msg, nil
+		}
 		return 0, "", err
 	}
 	r, err := e.run(sb, pl)
@@ -393,8 +403,9 @@ var (
 )
 
 // probes checks a program that exits 0 and prints one line per probe: blocked when
-// every attack probe shows a refusal, through when every one succeeded, unclear
-// otherwise (or when a control attempt failed).
+// every attack probe shows a refusal, through when one succeeded (one open door
+// is a way through), unclear when a control attempt failed or an outcome is
+// neither.
 func probes(ps ...probe) func(r *runResult) (outcome, string) {
 	return func(r *runResult) (outcome, string) {
 		if r.err != nil {
@@ -428,7 +439,8 @@ func probes(ps ...probe) func(r *runResult) (outcome, string) {
 		case len(blocked) == 0:
 			return outThrough, strings.Join(through, ", ")
 		}
-		return outUnclear, "partly blocked (" + strings.Join(blocked, ", ") + "), partly through (" + strings.Join(through, ", ") + ")"
+		// One door open is a way through.
+		return outThrough, "partly blocked (" + strings.Join(blocked, ", ") + "), partly through (" + strings.Join(through, ", ") + ")"
 	}
 }
 

@@ -131,6 +131,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	opts := &policy.Options{Rules: rules, Learn: learning, Logger: logger}
 	pol, err := policy.Load(ctx, file, opts)
 	var me *policy.MissingError
+	if errors.As(err, &me) && how == "explicit" && !learning {
+		// A file the caller named that does not exist is a mistake (a typo),
+		// never a reason to run unconfined and learn.
+		fmt.Fprintf(stderr, "python-sb: --pysandboxes-config=%s: the rule file %s does not exist (to learn one, add --learn)\n", inv.Config, file)
+		return ExitConfig
+	}
 	if errors.As(err, &me) {
 		// No rule file: learn it, from the built-in template.
 		if !learning {
@@ -154,6 +160,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			abs = filepath.Join(wd, abs)
 		}
 		sbOpts = append(sbOpts, pysandboxes.WithLearning(abs))
+	}
+	if learning {
+		fmt.Fprintf(stderr, "python-sb: learning mode: nothing is enforced; what the program does is recorded, "+
+			"and the rules will be written to %s at exit (review them, then run again to enforce)\n", learnFile)
 	}
 	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
 	if err != nil {

@@ -547,3 +547,45 @@ func TestLayerOffAndNone(t *testing.T) {
 	r = sb(t, dir, "", nil, "--os-sandbox=none", "-c", "import socket, os; print('none', 'SECRET_TOKEN' in os.environ)")
 	ok(t, r, "none True")
 }
+
+// TestNamedConfigMustExist: a rule file named with --pysandboxes-config that
+// does not exist is a configuration error (a typo must never run the program
+// unconfined and learn): nothing runs, nothing is written. A relative name is
+// from the current directory, not the script's; with --learn, the named file is
+// the one learned.
+func TestNamedConfigMustExist(t *testing.T) {
+	dir := project(t, "", map[string]string{"app/r.py": "print(open(__import__('sys').argv[1]).read())\n", "secret.txt": "TOPSECRET"})
+	secret := filepath.Join(dir, "secret.txt")
+	for _, args := range [][]string{
+		{"--pysandboxes-config=typo.cfg", "--os-sandbox=landlock", "app/r.py", secret},
+		{"--pysandboxes-config", "conf/typo.cfg", "app/r.py", secret},
+		{"--pysandboxes-config=" + filepath.Join(dir, "abs.cfg"), "app/r.py", secret},
+	} {
+		r := sb(t, dir, "", nil, args...)
+		if r.code != ExitConfig || strings.Contains(r.stdout, "TOPSECRET") || !strings.Contains(r.stderr, "does not exist") ||
+			!strings.Contains(r.stderr, "--learn") {
+			t.Errorf("%q: want exit %d saying the file does not exist, got %s", args, ExitConfig, r)
+		}
+		for _, p := range []string{"typo.cfg", "app/typo.cfg", "conf/typo.cfg", "abs.cfg"} {
+			if _, err := os.Stat(filepath.Join(dir, p)); err == nil {
+				t.Errorf("%q: %s was written", args, p)
+			}
+		}
+	}
+	// A relative name is the current directory's file, even when one of that
+	// name lies next to the script.
+	write(t, filepath.Join(dir, "app", "p.cfg"), "expose-ro=/\n")
+	write(t, filepath.Join(dir, "p.cfg"), "os-sandbox=subprocess\nexpose-ro=./app\n")
+	r := sb(t, dir, "", nil, "--pysandboxes-config=p.cfg", "--accept-unenforced=all", "app/r.py", secret)
+	if r.code == 0 || !strings.Contains(r.stderr, "RuleFileNotFoundError") {
+		t.Errorf("the current directory's p.cfg (no file exposed) should refuse the read, got %s", r)
+	}
+	// --learn with a named file learns into it, and says it learns.
+	r = sb(t, dir, "", []string{"OS_SANDBOX=subprocess"}, "--pysandboxes-config=learned.cfg", "--learn", "app/r.py", secret)
+	if r.code != 0 || !strings.Contains(r.stderr, "learning mode: nothing is enforced") || !strings.Contains(r.stderr, "learned.cfg") {
+		t.Errorf("learning into a named file: %s", r)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "learned.cfg")); err != nil {
+		t.Errorf("learned.cfg was not written: %v", err)
+	}
+}
