@@ -87,8 +87,23 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			allowUnix = false
 		case prm.Name == "unix-sockets":
 			errs = append(errs, fmt.Errorf("%s: landlock.unix-sockets takes allow or deny", ruleRef(prm.Rule)))
+		case prm.Name == "namespaces" && (strings.TrimSpace(prm.Value) == "yes" || strings.TrimSpace(prm.Value) == "no"):
+			if strings.TrimSpace(prm.Value) == "no" {
+				switch c.id {
+				case idUserNS:
+					c.id = idSeccomp
+				case idRoot:
+					c.id = idNone
+					if !accepted.Has(pysandboxes.CapIdentity) {
+						errs = append(errs, fmt.Errorf("%s: run as root without namespaces, the program would hold the host's root identity "+
+							"(owner of its files and sysctls): accept the capability %s to run so", ruleRef(prm.Rule), pysandboxes.CapIdentity))
+					}
+				}
+			}
+		case prm.Name == "namespaces":
+			errs = append(errs, fmt.Errorf("%s: landlock.namespaces takes yes or no", ruleRef(prm.Rule)))
 		default:
-			errs = append(errs, fmt.Errorf("%s: unknown landlock parameter %q (the only one is landlock.unix-sockets=allow|deny)", ruleRef(prm.Rule), prm.Name))
+			errs = append(errs, fmt.Errorf("%s: unknown landlock parameter %q (known: landlock.unix-sockets=allow|deny, landlock.namespaces=yes|no)", ruleRef(prm.Rule), prm.Name))
 		}
 	}
 	seccompOK := h.seccompErr == nil
@@ -157,8 +172,8 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			DenyMPTCP:        np.denyMPTCP,
 			AllowUnixSockets: allowUnix,
 			ProcessScope:     true,
-			DenyMetadata:     h.id == idSeccomp,
-			DenyIPC:          h.id == idSeccomp,
+			DenyMetadata:     c.id == idSeccomp,
+			DenyIPC:          c.id == idSeccomp,
 		})
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)

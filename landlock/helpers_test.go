@@ -23,6 +23,7 @@ var (
 	py             = providertest.Py
 	expectLine     = providertest.ExpectLine
 	expectDenied   = providertest.ExpectWriteDenied
+	expectOneOf    = providertest.ExpectOneOf
 	writeFile      = providertest.WriteFile
 )
 
@@ -48,6 +49,13 @@ func sandbox(t testing.TB, lines []string, opts ...pysandboxes.Option) *pysandbo
 	t.Helper()
 	opts = append(opts, pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
 	return providertest.Sandbox(t, "landlock", lines, opts...)
+}
+
+// newLandlock makes a landlock sandbox for the rule lines, returning New's error.
+func newLandlock(t testing.TB, lines ...string) (*pysandboxes.Sandbox, error) {
+	t.Helper()
+	return pysandboxes.New(context.Background(), build(t, lines...), pysandboxes.WithProvider("landlock"),
+		pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
 }
 
 // netCapsIfNoSeccomp is what the tests accept as not enforced: unclaimed, and

@@ -29,6 +29,9 @@ func dropCapabilities() error {
 			if rerr == unix.EINVAL {
 				break // past the last capability the kernel knows
 			}
+			if v != 0 && err == unix.EPERM && unprivilegedNNP() {
+				break // nothing to gain through it (see unprivilegedNNP)
+			}
 			if rerr != nil || v != 0 {
 				return fmt.Errorf("dropping capability %d from the bounding set: %w", c, err)
 			}
@@ -40,4 +43,17 @@ func dropCapabilities() error {
 		return fmt.Errorf("clearing the capability sets: %w", err)
 	}
 	return nil
+}
+
+// unprivilegedNNP reports a thread that holds no capability (permitted set
+// empty) under no_new_privs: exec can give it none back, whatever its bounding
+// set, which it cannot change.
+func unprivilegedNNP() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if unix.Capget(&hdr, &data[0]) != nil {
+		return false
+	}
+	v, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	return data[0].Permitted == 0 && data[1].Permitted == 0 && err == nil && v == 1
 }

@@ -733,6 +733,17 @@ static void rlimit_fail(int k) {
  * report a sandbox that could not be set up, not a missing program. */
 #define stage_fail(kind, fmt, ...) child_fail(0, "cannot apply %s: " fmt, (kind), ##__VA_ARGS__)
 
+/* unprivileged_nnp reports a process that holds no capability (permitted set
+ * empty) under no_new_privs: exec can give it none back, whatever its bounding
+ * set, which it cannot change. */
+static int unprivileged_nnp(void) {
+	struct __user_cap_header_struct hdr = {.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0};
+	struct __user_cap_data_struct data[2];
+	if (syscall(SYS_capget, &hdr, data) < 0)
+		return 0;
+	return data[0].permitted == 0 && data[1].permitted == 0 && prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+}
+
 static void drop_capabilities(const char *kind) {
 	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
 		stage_fail(kind, "clearing the ambient capabilities: %s", E(errno));
@@ -747,6 +758,8 @@ static void drop_capabilities(const char *kind) {
 		int in = prctl(PR_CAPBSET_READ, c, 0, 0, 0);
 		if (in < 0 && errno == EINVAL)
 			break; /* past the last capability the kernel knows */
+		if (in != 0 && e == EPERM && unprivileged_nnp())
+			break; /* nothing to gain through it (below) */
 		if (in != 0)
 			stage_fail(kind, "dropping capability %d from the bounding set: %s", c, E(e));
 	}
