@@ -43,9 +43,7 @@ func callBench(ctx context.Context, python string, n int) error {
 			opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet),
 				pysandboxes.WithPython(python), pysandboxes.WithPythonPath(dir), pysandboxes.WithWorkers(workers),
 				pysandboxes.WithEagerWorkers()}
-			if p.Name() == "subprocess" {
-				opts = append(opts, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-			}
+			opts = append(opts, accepting(p))
 			sb, err := pysandboxes.New(ctx, pol, opts...)
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "bench: skipping Call under %s: %v\n", p.Name(), err)

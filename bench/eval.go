@@ -49,9 +49,7 @@ func evalBench(ctx context.Context, python string, n int) error {
 		}
 		mk := func(opts ...pysandboxes.Option) (*pysandboxes.Sandbox, error) {
 			o := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet), pysandboxes.WithPython(python)}
-			if p.Name() == "subprocess" {
-				o = append(o, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-			}
+			o = append(o, accepting(p))
 			return pysandboxes.New(ctx, pol, append(o, opts...)...)
 		}
 		eval := func(sb *pysandboxes.Sandbox) func() error {

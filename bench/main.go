@@ -145,9 +145,7 @@ func providerConfigs(ctx context.Context, argv []string) []config {
 			os.Exit(1)
 		}
 		opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet)}
-		if p.Name() == "subprocess" {
-			opts = append(opts, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-		}
+		opts = append(opts, accepting(p))
 		sb, err := pysandboxes.New(ctx, pol, opts...)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: skipping provider %s: %v\n", p.Name(), err)
@@ -168,7 +166,7 @@ func providerConfigs(ctx context.Context, argv []string) []config {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
-		sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet))
+		sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet), accepting(p))
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: skipping provider %s with a network filter: %v\n", p.Name(), err)
 			continue
@@ -195,9 +193,7 @@ func pythonConfigs(ctx context.Context, python string) []config {
 			os.Exit(1)
 		}
 		opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet), pysandboxes.WithPython(python)}
-		if p.Name() == "subprocess" {
-			opts = append(opts, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-		}
+		opts = append(opts, accepting(p))
 		sb, err := pysandboxes.New(ctx, pol, opts...)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "bench: skipping python under %s: %v\n", p.Name(), err)
@@ -247,4 +243,20 @@ func kernel() string {
 		return "linux"
 	}
 	return "linux " + strings.TrimSpace(string(b))
+}
+
+// accepting accepts what a provider never enforces, so that its start-up cost
+// is measured on the same policy as the others': everything for subprocess (no
+// OS boundary), the names and metadata of unexposed paths for landlock and
+// firejail (neither hides them).
+func accepting(p pysandboxes.Provider) pysandboxes.Option {
+	switch p.Name() {
+	case "subprocess":
+		return pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities)
+	case "landlock":
+		return pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta | pysandboxes.CapHide)
+	case "firejail":
+		return pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta)
+	}
+	return pysandboxes.AcceptUnenforced(0)
 }
