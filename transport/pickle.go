@@ -38,6 +38,19 @@ const (
 	DefaultMaxValues    = 64 << 20 // values in the result counted as a walk sees them (a shared value each time)
 )
 
+// The budgets derived from the size n of the pickle (UnpickleOptions.MaxMemory and
+// MaxExpanded when zero); see the package documentation.
+const (
+	// MemoryPerByte and MemoryBase bound the host memory the decoder holds at any
+	// time: MemoryPerByte*n + MemoryBase bytes.
+	MemoryPerByte = 8
+	MemoryBase    = 1 << 20
+	// ExpandedPerByte and ExpandedBase bound the bytes a walk of the result meets,
+	// a shared value counted each time: ExpandedPerByte*n + ExpandedBase.
+	ExpandedPerByte = 16
+	ExpandedBase    = 64 << 20
+)
+
 // UnpickleOptions configures Unpickle. The zero value (or nil) is data-only mode with
 // the default budgets.
 type UnpickleOptions struct {
@@ -59,6 +72,15 @@ type UnpickleOptions struct {
 	MaxIntBytes  int
 	MaxContainer int
 	MaxValues    int
+	// MaxMemory bounds the host memory the decoder holds, in bytes, counted as the
+	// Go size of everything it allocates (default MemoryPerByte*len(data) +
+	// MemoryBase).
+	MaxMemory int
+	// MaxExpanded bounds the size in bytes of the result as a walk meets it, a
+	// shared value counted each time it is met: 16 bytes per value plus its text,
+	// bytes or digits (default ExpandedPerByte*len(data) + ExpandedBase). It bounds
+	// what a conversion that copies each value it meets (to JSON, say) produces.
+	MaxExpanded int
 }
 
 func (o *UnpickleOptions) withDefaults() UnpickleOptions {
@@ -188,6 +210,13 @@ func Unpickle(data []byte, opts *UnpickleOptions) (any, error) {
 		return nil, &UnpickleError{Offset: -1, Err: ErrBudget, Budget: "MaxBytes",
 			Reason: fmt.Sprintf("MaxBytes: %d bytes, limit %d", len(data), o.MaxBytes)}
 	}
+	v, _, err := unpickle(data, o)
+	return v, err
+}
+
+// unpickle is Unpickle with its decoder (whose accounting the tests read).
+func unpickle(data []byte, o UnpickleOptions) (any, *decoder, error) {
 	d := newDecoder(data, o)
-	return d.run()
+	v, err := d.run()
+	return v, d, err
 }
