@@ -189,9 +189,9 @@ func (e *UnpickleError) Unwrap() error { return e.Err }
 //
 // Cycles (a container reachable from itself through the memo) are refused in both
 // modes (ErrCycle): every decoded value is a finite tree, safe to walk. Shared
-// references (the same list twice) share their Go backing arrays, and MaxValues
-// bounds the size of the tree a walk sees, so sharing cannot hide an exponential
-// value.
+// references (the same list twice) share their Go backing arrays (and a shared
+// *big.Int or *big.Rat is one pointer), and MaxValues and MaxExpanded bound the size
+// of the tree a walk sees, so sharing cannot hide an exponential value.
 //
 // CPython versions: the reductions are those of 3.11 (checked against it), plus the
 // forms later versions write: pathlib paths pickled as their raw segments under
@@ -202,8 +202,10 @@ func (e *UnpickleError) Unwrap() error { return e.Err }
 // data must be exactly one pickle, from its PROTO to its STOP. The result is one of
 // the Go types listed at Tuple's declaration (and, in Objects mode, Object and
 // Global). Unpickle never panics, never executes anything named by the pickle, and
-// never allocates for a claimed length before the bytes are there; memory is
-// bounded by the input and the budgets. An error is an *UnpickleError.
+// never allocates for a claimed length before the bytes are there. The host memory
+// it holds is at most MaxMemory (MemoryPerByte*len(data) + MemoryBase by default;
+// see the package documentation), and its time is linear in the input. An error is
+// an *UnpickleError.
 func Unpickle(data []byte, opts *UnpickleOptions) (any, error) {
 	o := opts.withDefaults()
 	if len(data) > o.MaxBytes {

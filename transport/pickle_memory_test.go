@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -99,9 +102,9 @@ func stream(size int, head, body, tail []byte) []byte {
 // hostileSize is the size of the crafted streams (the reproduced case uses 16 MiB).
 func hostileSize() int {
 	if testing.Short() {
-		return 512 << 10
+		return 256 << 10
 	}
-	return 2 << 20
+	return 1 << 20
 }
 
 func TestUnpickleMemoryHostileStreams(t *testing.T) {
@@ -217,4 +220,73 @@ func TestUnpickleMemoryData(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkMemBound(t, len(data), u)
+}
+
+// cpythonShapes is a script writing, with CPython's own pickler (protocol 5), one
+// pickle per shape of data into the directory given as its argument.
+const cpythonShapes = `
+import datetime, decimal, os, pickle, random, sys
+random.seed(1)
+N = 20000
+shapes = {
+    "records": [{"id": i, "name": f"user-{i}", "score": i / 7, "active": i % 2 == 0, "tags": ["a", "b"], "parent": None} for i in range(N)],
+    "tuples": [(i, str(i)) for i in range(N)],
+    "dict_str": {f"k{i}": i for i in range(N)},
+    "dict_int": {i: i for i in range(70000, 70000 + N)},
+    "dates": [datetime.datetime(2020, 1, 1) + datetime.timedelta(seconds=i) for i in range(N)],
+    "decimals": [decimal.Decimal(i) / 100 for i in range(N)],
+    "ints": list(range(70000, 70000 + 4 * N)),
+    "floats": [random.random() for _ in range(4 * N)],
+    "strs": [f"s{i:09d}" for i in range(4 * N)],
+    "bytes": [os.urandom(32) for _ in range(N)],
+    "nones": [None] * (20 * N),
+    "empties": [[] for _ in range(5 * N)],
+}
+for name, v in shapes.items():
+    with open(os.path.join(sys.argv[1], name + ".pkl"), "wb") as f:
+        pickle.dump(v, f, protocol=5)
+`
+
+// TestUnpickleMemoryCPythonShapes: data as CPython pickles it decodes within the
+// bound, and the decoder's final accounting covers the heap the value holds
+// (goSize); the shapes whose Go form alone costs more than MemoryPerByte per
+// pickle byte are refused (MaxMemory), and decode when MaxMemory allows them.
+func TestUnpickleMemoryCPythonShapes(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(pythonExe(t), "-c", cpythonShapes, dir)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("python: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		name    string
+		refused bool
+	}{
+		{"records", false}, {"tuples", false}, {"dict_str", false}, {"dict_int", false},
+		{"dates", false}, {"decimals", false}, {"ints", false}, {"floats", false},
+		{"strs", false}, {"bytes", false},
+		{"nones", true}, {"empties", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join(dir, tc.name+".pkl"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, d, err := unpickle(data, (&UnpickleOptions{}).withDefaults())
+			if tc.refused {
+				var ue *UnpickleError
+				if !errors.As(err, &ue) || ue.Budget != "MaxMemory" {
+					t.Fatalf("err = %v, want MaxMemory", err)
+				}
+				v, d, err = unpickle(data, (&UnpickleOptions{MaxMemory: 64 * len(data)}).withDefaults())
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n := goSize(v); n > d.mem {
+				t.Errorf("the value holds %d bytes, the decoder accounted %d", n, d.mem)
+			}
+			t.Logf("%s: %s, accounted peak %.2f/byte, value %.2f/byte", tc.name, sizeString(len(data)),
+				float64(d.memPeak)/float64(len(data)), float64(goSize(v))/float64(len(data)))
+		})
+	}
 }
