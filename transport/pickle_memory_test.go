@@ -290,3 +290,48 @@ func TestUnpickleMemoryCPythonShapes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnpickleSuperlinearArguments: the arguments that would make a data type
+// work more than linearly (a shared huge int given again and again) are refused
+// before any arithmetic.
+func TestUnpickleSuperlinearArguments(t *testing.T) {
+	bigInt := func(bytes int) []byte { // LONG4 of that many bytes, positive
+		b := append([]byte{opLONG4}, le32(uint32(bytes))...)
+		for i := 0; i < bytes-1; i++ {
+			b = append(b, 0xff)
+		}
+		return append(b, 0x7f)
+	}
+	call := func(module, name string, args ...[]byte) []byte {
+		b := glob(module, name)
+		b = append(b, opMARK)
+		for _, a := range args {
+			b = append(b, a...)
+		}
+		return pk(4, append(b, opTUPLE, opREDUCE))
+	}
+	for _, tc := range []struct {
+		name, mention string
+		in            []byte
+	}{
+		{"complex of a 1025-bit int", "int too large to convert to float", call("builtins", "complex", bigInt(129))},
+		{"timedelta of a 129-bit int", "timedelta argument out of range", call("datetime", "timedelta", bigInt(17))},
+		{"Fraction of a 8193-bit numerator", "Fraction numerator out of range", call("fractions", "Fraction", bigInt(1025))},
+		{"Fraction of a 8193-bit denominator", "Fraction denominator out of range", call("fractions", "Fraction", []byte{opBININT1, 1}, bigInt(1025))},
+		{"Decimal of a 14301-bit int", "integer given to Decimal out of range", call("decimal", "Decimal", bigInt(1788))},
+		{"IPv6Address of a 200-byte str", "is not an IP address", call("ipaddress", "IPv6Address", append(append([]byte{opBINUNICODE}, le32(200)...), strings.Repeat("1", 200)...))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Unpickle(tc.in, nil)
+			wantErr(t, err, ErrMalformed, tc.mention)
+		})
+	}
+	// At the limits, they decode.
+	for _, in := range [][]byte{
+		call("builtins", "complex", bigInt(128)),
+		call("fractions", "Fraction", bigInt(1024), bigInt(1024)),
+		call("decimal", "Decimal", bigInt(1787)),
+	} {
+		mustUnpickle(t, in, nil)
+	}
+}
