@@ -81,8 +81,8 @@
 // What this means for data: the Go form of typical results costs less than 8 bytes
 // per pickle byte. Measured on CPython 3.11 pickles of 1 to 5 MiB (the accounted
 // peak per input byte): a list of records (dicts of str, int, float, bool, list,
-// None) 7.0, a dict of str or int keys 6.4, datetimes 5.3, ints 5.0, short strs
-// 3.9, floats 2.9, Decimals 2.9, bytes 2.3; a list of 2-tuples 7.8 to 10.8 (tiny
+// None) 7.0, a dict of str or int keys 6.4, datetimes 5.5, ints 5.0, short strs
+// 3.9, Decimals 3.3, floats 2.9, bytes 2.3; a list of 2-tuples 7.8 to 10 (tiny
 // containers cost their node and array whatever they hold). Shapes whose Go form
 // alone costs 8 bytes or more per pickle byte are refused beyond MemoryBase or a
 // few MiB: a list of None or bool (16 bytes for 1), of small ints (16 for 2), many

@@ -104,18 +104,16 @@ func (d *decoder) charge(n int) error {
 // credit gives back n bytes charged for a buffer that is now garbage.
 func (d *decoder) credit(n int) { d.mem -= n }
 
-// growCap is the capacity of a container's array grown to hold need elements:
-// doubling while small, then by a quarter, so that the array in use and the one it
-// replaces never hold more than 2.25 times the elements.
+// growCap is the capacity of an array grown to hold need elements: doubled, so
+// that the arrays it replaced (garbage until the next collection) add up to less
+// than the new one, and the old and new copies together to 1.5 times the new one
+// while it is copied. A container's first array is exact (one APPENDS or
+// SETITEMS fills most), and a big one is made at its size (see the first pass).
 func growCap(c, need int) int {
-	n := 2 * c
-	if c >= 1024 {
-		n = c + c/4
-	}
 	if c == 0 {
-		return need // a container filled by one APPENDS or SETITEMS is exact
+		return need
 	}
-	return max(n, need)
+	return max(2*c, need)
 }
 
 // growAny returns s with room for add more elements, charging the new array and

@@ -282,16 +282,16 @@ func (p *prescan) run(data []byte, limit int) {
 
 // prepare runs the first pass. Its bitmap and ranks (an eighth and a sixteenth of
 // a byte per input byte) stay charged; the walk's own arrays (ids of 4 bytes for
-// the stack, the memo and the containers, fewer than the input bytes: at most 12
-// bytes per input byte, usually far less) are charged as they grow and credited
-// after.
+// the stack, the memo and the containers) are charged as they grow, credited
+// after, and held to one byte per input byte: data as CPython writes it needs a
+// fraction of that, and beyond it the sizes are left to the decoder's growth.
 func (d *decoder) prepare() error {
 	limit := len(d.data) // a dense index needs an opcode of its own: fewer than the bytes
 	words := (limit + 63) / 64
 	if err := d.charge(allocSize(8*words) + allocSize(4*words)); err != nil {
 		return err
 	}
-	p := prescan{d: d, limit: len(d.data) / 2}
+	p := prescan{d: d, limit: len(d.data)}
 	p.run(d.data, limit)
 	d.credit(p.held)
 	if p.err != nil {
