@@ -64,14 +64,37 @@ func (r *Reader) Read() (Frame, error) {
 	if uint64(n) > uint64(r.max) {
 		return Frame{}, fmt.Errorf("%w: %d bytes, limit %d", ErrFrameTooLarge, n, r.max)
 	}
-	payload := make([]byte, n-1)
-	if _, err := io.ReadFull(r.r, payload); err != nil {
+	payload, err := readPayload(r.r, int(n-1))
+	if err != nil {
 		if errors.Is(err, io.EOF) {
 			err = io.ErrUnexpectedEOF
 		}
 		return Frame{}, fmt.Errorf("transport: truncated frame of %d bytes: %w", n, err)
 	}
 	return Frame{Kind: Kind(r.hdr[4]), Payload: payload}, nil
+}
+
+// firstChunk is what a reader allocates for a payload before any of it arrives.
+const firstChunk = 64 << 10
+
+// readPayload reads n bytes into a buffer that grows (doubling) as they arrive:
+// a header claiming a large frame costs nothing until its bytes come, and the
+// buffer never holds more than twice what was received plus firstChunk.
+func readPayload(r io.Reader, n int) ([]byte, error) {
+	buf := make([]byte, 0, min(n, firstChunk))
+	for len(buf) < n {
+		if len(buf) == cap(buf) {
+			nb := make([]byte, len(buf), min(n, 2*cap(buf)))
+			copy(nb, buf)
+			buf = nb
+		}
+		m, err := io.ReadFull(r, buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+m]
+		if err != nil {
+			return nil, err
+		}
+	}
+	return buf, nil
 }
 
 // Writer writes frames to a stream; it is safe for concurrent use (frames are never

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -78,4 +79,25 @@ func FuzzFrameReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestFrameReaderMemory: a header claiming a 16 MiB frame costs nothing until its
+// bytes arrive: the reader holds at most three times what it received plus 64 KiB.
+func TestFrameReaderMemory(t *testing.T) {
+	for _, sent := range []int{0, 10, 100 << 10, 1 << 20} {
+		hdr := []byte{0x01, 0x00, 0x00, 0x00, 9} // 16 MiB, kind 9
+		in := io.MultiReader(bytes.NewReader(hdr), bytes.NewReader(make([]byte, sent)))
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		_, err := NewReader(in, 0).Read()
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, io.ErrUnexpectedEOF) {
+			t.Fatalf("sent %d: err = %v, want a truncated frame", sent, err)
+		}
+		// Allocations in all (garbage included): the buffers doubling from
+		// 64 KiB, each at most twice what had arrived.
+		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(4*sent+firstChunk+4096); got > limit {
+			t.Errorf("sent %d of a 16 MiB frame: allocated %d bytes, want at most %d", sent, got, limit)
+		}
+	}
 }

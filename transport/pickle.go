@@ -38,6 +38,19 @@ const (
 	DefaultMaxValues    = 64 << 20 // values in the result counted as a walk sees them (a shared value each time)
 )
 
+// The budgets derived from the size n of the pickle (UnpickleOptions.MaxMemory and
+// MaxExpanded when zero); see the package documentation.
+const (
+	// MemoryPerByte and MemoryBase bound the host memory the decoder holds at any
+	// time: MemoryPerByte*n + MemoryBase bytes.
+	MemoryPerByte = 8
+	MemoryBase    = 1 << 20
+	// ExpandedPerByte and ExpandedBase bound the bytes a walk of the result meets,
+	// a shared value counted each time: ExpandedPerByte*n + ExpandedBase.
+	ExpandedPerByte = 16
+	ExpandedBase    = 64 << 20
+)
+
 // UnpickleOptions configures Unpickle. The zero value (or nil) is data-only mode with
 // the default budgets.
 type UnpickleOptions struct {
@@ -59,6 +72,15 @@ type UnpickleOptions struct {
 	MaxIntBytes  int
 	MaxContainer int
 	MaxValues    int
+	// MaxMemory bounds the host memory the decoder holds, in bytes, counted as the
+	// Go size of everything it allocates (default MemoryPerByte*len(data) +
+	// MemoryBase).
+	MaxMemory int
+	// MaxExpanded bounds the size in bytes of the result as a walk meets it, a
+	// shared value counted each time it is met: 16 bytes per value plus its text,
+	// bytes or digits (default ExpandedPerByte*len(data) + ExpandedBase). It bounds
+	// what a conversion that copies each value it meets (to JSON, say) produces.
+	MaxExpanded int
 }
 
 func (o *UnpickleOptions) withDefaults() UnpickleOptions {
@@ -167,9 +189,9 @@ func (e *UnpickleError) Unwrap() error { return e.Err }
 //
 // Cycles (a container reachable from itself through the memo) are refused in both
 // modes (ErrCycle): every decoded value is a finite tree, safe to walk. Shared
-// references (the same list twice) share their Go backing arrays, and MaxValues
-// bounds the size of the tree a walk sees, so sharing cannot hide an exponential
-// value.
+// references (the same list twice) share their Go backing arrays (and a shared
+// *big.Int or *big.Rat is one pointer), and MaxValues and MaxExpanded bound the size
+// of the tree a walk sees, so sharing cannot hide an exponential value.
 //
 // CPython versions: the reductions are those of 3.11 (checked against it), plus the
 // forms later versions write: pathlib paths pickled as their raw segments under
@@ -180,14 +202,23 @@ func (e *UnpickleError) Unwrap() error { return e.Err }
 // data must be exactly one pickle, from its PROTO to its STOP. The result is one of
 // the Go types listed at Tuple's declaration (and, in Objects mode, Object and
 // Global). Unpickle never panics, never executes anything named by the pickle, and
-// never allocates for a claimed length before the bytes are there; memory is
-// bounded by the input and the budgets. An error is an *UnpickleError.
+// never allocates for a claimed length before the bytes are there. The host memory
+// it holds is at most MaxMemory (MemoryPerByte*len(data) + MemoryBase by default;
+// see the package documentation), and its time is linear in the input. An error is
+// an *UnpickleError.
 func Unpickle(data []byte, opts *UnpickleOptions) (any, error) {
 	o := opts.withDefaults()
 	if len(data) > o.MaxBytes {
 		return nil, &UnpickleError{Offset: -1, Err: ErrBudget, Budget: "MaxBytes",
 			Reason: fmt.Sprintf("MaxBytes: %d bytes, limit %d", len(data), o.MaxBytes)}
 	}
+	v, _, err := unpickle(data, o)
+	return v, err
+}
+
+// unpickle is Unpickle with its decoder (whose accounting the tests read).
+func unpickle(data []byte, o UnpickleOptions) (any, *decoder, error) {
 	d := newDecoder(data, o)
-	return d.run()
+	v, err := d.run()
+	return v, d, err
 }

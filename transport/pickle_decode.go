@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -110,13 +111,30 @@ func opName(op byte) string {
 }
 
 // Internal nodes: the mutable state of containers while the stream runs. finish turns
-// them into the public values once STOP is reached.
+// them into the public values once STOP is reached, in place: a container's array
+// becomes the public value's, so that a value is never held twice.
 
+const (
+	flagHashable    uint8 = 1 << iota // a tuple whose elements are all hashable
+	flagBounded                       // a deque with a maxlen
+	flagSharedItems                   // a tuple holding a value that may be referred to elsewhere
+)
+
+// finState is the bookkeeping of a node, kept to 8 bytes: a node costs little more
+// than the array it holds. What a shared node finishes to is kept in
+// decoder.shared.
 type finState struct {
+	off   int32 // offset of the opcode that created it
+	refs  uint8 // references made to it (saturating): more than 1 when shared
 	state uint8 // 0 new, 1 being finished (a cycle if met again), 2 done
-	out   any
-	size  int
-	off   int // offset of the opcode that created it
+	flags uint8
+	kind  dictKind // of a dictNode
+}
+
+// finished is what a shared node finished to.
+type finished struct {
+	out         any
+	size, xsize int
 }
 
 func (f *finState) fs() *finState { return f }
@@ -131,7 +149,6 @@ type listNode struct {
 type tupleNode struct {
 	finState
 	items []any
-	key   string
 }
 
 type dictKind uint8
@@ -152,32 +169,34 @@ func (k dictKind) String() string {
 	return "dict"
 }
 
+// dictNode holds its pairs as written: a key set twice is merged when the dict is
+// finished (first position, last value), as Python's dict would have it.
 type dictNode struct {
 	finState
-	kind dictKind
-	keys []any
-	vals []any
-	ix   keyIndex
+	pairs []Pair
 }
 
+// setNode and frozenNode hold their elements as written (duplicates merged when
+// finished); every element has been checked hashable.
 type setNode struct {
 	finState
 	items []any
-	ix    keyIndex
 }
 
 type frozenNode struct {
 	finState
 	items []any
-	key   string
 }
 
+// dequeNode holds the appended items; a bounded deque keeps at most 2*maxLen+16
+// of them (the last maxLen are kept when it is finished).
 type dequeNode struct {
 	finState
-	items   []any
-	maxLen  int
-	bounded bool
+	items  []any
+	maxLen int
 }
+
+func (q *dequeNode) bounded() bool { return q.flags&flagBounded != 0 }
 
 type uuidNode struct {
 	finState
@@ -189,12 +208,12 @@ type objNode struct {
 	finState
 	module, name string
 	isNew        bool
-	args         []any
+	hasState     bool
+	args         *tupleNode
 	kwargs       *dictNode
 	state        any
-	hasState     bool
 	listItems    []any
-	dictItems    []any // key, value, key, value...
+	dictItems    []Pair
 }
 
 // globalRef is what STACK_GLOBAL/GLOBAL push: a name, with its entry in the data
@@ -202,63 +221,7 @@ type objNode struct {
 type globalRef struct {
 	module, name string
 	entry        entryKind
-}
-
-// keyIndex finds equal keys in a dict or set: strings by a map built once the
-// container is not tiny, other keys by their keyer identity.
-type keyIndex struct {
-	s map[string]int
-	k map[string]int
-}
-
-const smallIndex = 8
-
-// find returns the position of k among keys (or -1) and k's identity string ("" for
-// a string key).
-func (ix *keyIndex) find(kr *keyer, keys []any, k any) (int, string, error) {
-	if s, ok := k.(string); ok {
-		if ix.s == nil {
-			if len(keys) <= smallIndex {
-				for i, e := range keys {
-					if es, ok := e.(string); ok && es == s {
-						return i, "", nil
-					}
-				}
-				return -1, "", nil
-			}
-			ix.s = make(map[string]int, len(keys))
-			for i, e := range keys {
-				if es, ok := e.(string); ok {
-					ix.s[es] = i
-				}
-			}
-		}
-		if p, ok := ix.s[s]; ok {
-			return p, "", nil
-		}
-		return -1, "", nil
-	}
-	ck, err := kr.key(k, 0)
-	if err != nil {
-		return 0, "", err
-	}
-	if p, ok := ix.k[ck]; ok {
-		return p, ck, nil
-	}
-	return -1, ck, nil
-}
-
-func (ix *keyIndex) add(k any, ck string, pos int) {
-	if s, ok := k.(string); ok {
-		if ix.s != nil {
-			ix.s[s] = pos
-		}
-		return
-	}
-	if ix.k == nil {
-		ix.k = map[string]int{}
-	}
-	ix.k[ck] = pos
+	out          any // its Global, once finished (Objects mode)
 }
 
 type decoder struct {
@@ -273,15 +236,35 @@ type decoder struct {
 	stack []any
 	marks []int
 
-	memo      []any
+	sflags []bool // parallel to stack: the value may be referred to elsewhere (GET, memo)
+
+	// The memo: the dense indices [0, denseLen) exist, and of them only those a
+	// GET reads (memoReads, from a first pass over the stream) keep their value, in
+	// memoVals at their rank; any other index lives in memoMap.
+	memoReads []uint64
+	memoRank  []uint32
+	memoVals  []any
+	denseLen  int
 	memoMap   map[uint64]any
 	memoCount int
 
-	kr *keyer
+	sizes      map[int32]int32 // items of the big lists, dicts and sets, by creation order
+	containers int32           // lists, dicts and sets made so far
+
+	kr     *keyer
+	shared map[node]finished // what shared nodes finished to
+
+	mem, memMax, memPeak int // host memory accounted, its budget, its peak
+	xMax                 int // the MaxExpanded budget
+	work                 int // transient bytes charged by the data type being called
 }
 
 func newDecoder(data []byte, o UnpickleOptions) *decoder {
-	return &decoder{data: data, o: o, kr: newKeyer(o.MaxDepth)}
+	d := &decoder{data: data, o: o}
+	d.memMax, d.xMax = o.budgetLimits(len(data))
+	d.kr = newKeyer(o.MaxDepth)
+	d.kr.charge = d.charge
+	return d
 }
 
 var errDepth = errors.New("nesting too deep")
@@ -353,12 +336,63 @@ func (d *decoder) fence() int {
 	return d.marks[len(d.marks)-1]
 }
 
+// push pushes v, whose own allocation (if any) is already charged.
 func (d *decoder) push(v any) error {
-	if len(d.stack) >= d.o.MaxContainer+1024 {
-		return d.budget("MaxContainer", "stack of more than %d values", d.o.MaxContainer+1024)
+	if len(d.stack) == cap(d.stack) {
+		if len(d.stack) >= d.o.MaxContainer+1024 {
+			return d.budget("MaxContainer", "stack of more than %d values", d.o.MaxContainer+1024)
+		}
+		s, err := d.growAny(d.stack, 1)
+		if err != nil {
+			return err
+		}
+		// sflags grows alike: its bytes are charged with it.
+		if err := d.charge(allocSize(cap(s)) - allocSize(cap(d.stack))); err != nil {
+			return err
+		}
+		d.stack = s
+		f := make([]bool, len(d.sflags), cap(s))
+		copy(f, d.sflags)
+		d.sflags = f
 	}
 	d.stack = append(d.stack, v)
+	d.sflags = append(d.sflags, false)
 	return nil
+}
+
+// pushShared pushes a value that may be referred to elsewhere too.
+func (d *decoder) pushShared(v any) error {
+	if err := d.push(v); err != nil {
+		return err
+	}
+	d.sflags[len(d.sflags)-1] = true
+	return nil
+}
+
+// truncate drops the stack above n.
+func (d *decoder) truncate(n int) {
+	clear(d.stack[n:])
+	d.stack = d.stack[:n]
+	d.sflags = d.sflags[:n]
+}
+
+// anyShared reports whether a value of the stack from position i up may be
+// referred to elsewhere.
+func (d *decoder) anyShared(i int) bool {
+	for _, f := range d.sflags[i:] {
+		if f {
+			return true
+		}
+	}
+	return false
+}
+
+// pushNew charges what boxing the scalar v costs, then pushes it.
+func (d *decoder) pushNew(v any) error {
+	if err := d.charge(boxSize(v)); err != nil {
+		return err
+	}
+	return d.push(v)
 }
 
 func (d *decoder) pop() (any, error) {
@@ -366,7 +400,7 @@ func (d *decoder) pop() (any, error) {
 		return nil, d.errAt(ErrMalformed, "unpickling stack underflow")
 	}
 	v := d.stack[len(d.stack)-1]
-	d.stack = d.stack[:len(d.stack)-1]
+	d.truncate(len(d.stack) - 1)
 	return v, nil
 }
 
@@ -377,58 +411,48 @@ func (d *decoder) top() (any, error) {
 	return d.stack[len(d.stack)-1], nil
 }
 
-// popMark returns the values above the innermost MARK (a fresh slice) and removes
-// them and the mark.
-func (d *decoder) popMark() ([]any, error) {
+// marked returns the values above the innermost MARK, in the stack itself (valid
+// until the next push), and removes the mark; dropMarked then removes the values.
+func (d *decoder) marked() ([]any, error) {
 	if len(d.marks) == 0 {
 		return nil, d.errAt(ErrMalformed, "could not find MARK")
 	}
 	m := d.marks[len(d.marks)-1]
 	d.marks = d.marks[:len(d.marks)-1]
-	items := make([]any, len(d.stack)-m)
-	copy(items, d.stack[m:])
-	clear(d.stack[m:])
-	d.stack = d.stack[:m]
+	items := d.stack[m:]
 	if len(items) > d.o.MaxContainer {
 		return nil, d.budget("MaxContainer", "%d items, limit %d", len(items), d.o.MaxContainer)
 	}
 	return items, nil
 }
 
-func (d *decoder) memoPut(idx uint64, v any) error {
-	// CPython's pickler numbers memo entries densely from 0: they live in a slice;
-	// any other index goes to a map (an index is in one or the other, never both).
-	_, inMap := d.memoMap[idx]
-	switch {
-	case idx < uint64(len(d.memo)):
-		d.memo[idx] = v
-		return nil
-	case idx == uint64(len(d.memo)) && !inMap:
-		d.memo = append(d.memo, v)
-	default:
-		if d.memoMap == nil {
-			d.memoMap = map[uint64]any{}
-		}
-		d.memoMap[idx] = v
-		if inMap {
-			return nil
-		}
+// under returns the value below the marked items (the container they go to).
+func (d *decoder) under(items []any) (any, error) {
+	i := len(d.stack) - len(items) - 1
+	if i < d.fence() {
+		return nil, d.errAt(ErrMalformed, "unpickling stack underflow")
 	}
-	d.memoCount++
-	if d.memoCount > d.o.MaxMemo {
-		return d.budget("MaxMemo", "more than %d memo entries", d.o.MaxMemo)
-	}
-	return nil
+	return d.stack[i], nil
 }
 
-func (d *decoder) memoGet(idx uint64) (any, error) {
-	if idx < uint64(len(d.memo)) {
-		return d.memo[idx], nil
+func (d *decoder) dropMarked(items []any) {
+	d.truncate(len(d.stack) - len(items))
+}
+
+// popMark returns the values above the innermost MARK in a fresh (charged) array
+// and removes them and the mark.
+func (d *decoder) popMark() ([]any, error) {
+	items, err := d.marked()
+	if err != nil {
+		return nil, err
 	}
-	if v, ok := d.memoMap[idx]; ok {
-		return v, nil
+	out, err := d.newItems(len(items))
+	if err != nil {
+		return nil, err
 	}
-	return nil, d.errAt(ErrMalformed, "memo value not found at index %d", idx)
+	copy(out, items)
+	d.dropMarked(items)
+	return out, nil
 }
 
 func (d *decoder) checkLen(n uint64, what string) error {
@@ -449,6 +473,9 @@ func (d *decoder) readString(n uint64) (string, error) {
 	if !validPyUTF8(b) {
 		return "", d.errAt(ErrMalformed, "invalid UTF-8 in str")
 	}
+	if err := d.charge(dataSize(len(b)) + strBox); err != nil {
+		return "", err
+	}
 	return string(b), nil
 }
 
@@ -458,6 +485,9 @@ func (d *decoder) readBytes(n uint64) ([]byte, error) {
 	}
 	b, err := d.need(n)
 	if err != nil {
+		return nil, err
+	}
+	if err := d.charge(dataSize(len(b)) + sliceBox); err != nil {
 		return nil, err
 	}
 	return append([]byte{}, b...), nil
@@ -474,6 +504,9 @@ func (d *decoder) readLine() (string, error) {
 			d.pos = i + 1
 			if !utf8.Valid(s) {
 				return "", d.errAt(ErrMalformed, "invalid UTF-8 in name")
+			}
+			if err := d.charge(allocSize(len(s))); err != nil {
+				return "", err
 			}
 			return string(s), nil
 		}
@@ -508,7 +541,8 @@ func validPyUTF8(b []byte) bool {
 	return true
 }
 
-// decodeLong decodes a little-endian two's complement integer.
+// decodeLong decodes a little-endian two's complement integer (the caller charges
+// it: longSize).
 func decodeLong(b []byte) any {
 	if len(b) == 0 {
 		return int64(0)
@@ -534,6 +568,15 @@ func decodeLong(b []byte) any {
 	return normInt(n)
 }
 
+// longSize bounds what decodeLong allocates for an n-byte integer: the reversed
+// bytes, the big.Int and its words, and the power of two of a negative one.
+func longSize(n int) int {
+	if n <= 8 {
+		return 8
+	}
+	return allocSize(n) + 2*(sizeBigInt+allocSize(n+8))
+}
+
 // normInt returns n as an int64 when it fits.
 func normInt(n *big.Int) any {
 	if n.IsInt64() {
@@ -549,6 +592,9 @@ func (d *decoder) run() (result any, err error) {
 			result, err = nil, &UnpickleError{Offset: d.opPos, Op: opName(d.op), Err: ErrMalformed, Reason: fmt.Sprintf("internal error: %v", r)}
 		}
 	}()
+	if err := d.prepare(); err != nil {
+		return nil, err
+	}
 	for {
 		if d.pos >= len(d.data) {
 			d.opPos, d.op = d.pos, 0
@@ -580,11 +626,56 @@ func (d *decoder) stop() (any, error) {
 	if d.pos != len(d.data) {
 		return nil, d.errAt(ErrMalformed, "%d bytes after STOP", len(d.data)-d.pos)
 	}
+	v := d.stack[0]
+	d.credit(allocSize(cap(d.stack)*ifaceSize) + allocSize(cap(d.stack)))
+	d.stack, d.sflags = nil, nil
+	d.dropMemo()
 	d.opPos, d.op = -1, 0
-	return d.finish(d.stack[0], 0)
+	return d.finish(v)
 }
 
+// step runs the opcode d.op, by family.
 func (d *decoder) step() error {
+	switch d.op {
+	case opPROTO, opFRAME, opMARK, opPOP, opPOP_MARK:
+		return d.stepControl()
+	case opMEMOIZE, opBINPUT, opLONG_BINPUT, opBINGET, opLONG_BINGET:
+		return d.stepMemo()
+	case opNONE, opNEWTRUE, opNEWFALSE, opBININT, opBININT1, opBININT2, opLONG1, opLONG4, opBINFLOAT:
+		return d.stepNumber()
+	case opSHORT_BINUNI, opBINUNICODE, opBINUNICODE8, opSHORT_BINBYTES, opBINBYTES, opBINBYTES8, opBYTEARRAY8:
+		return d.stepText()
+	case opEMPTY_LIST, opEMPTY_DICT, opEMPTY_SET, opEMPTY_TUPLE, opTUPLE1, opTUPLE2, opTUPLE3, opTUPLE, opFROZENSET:
+		return d.stepNew()
+	case opAPPEND, opAPPENDS, opSETITEM, opSETITEMS, opADDITEMS:
+		return d.stepFill()
+	case opSTACK_GLOBAL, opGLOBAL, opREDUCE, opNEWOBJ, opNEWOBJ_EX, opBUILD:
+		return d.stepObject()
+	}
+	return d.refuse()
+}
+
+// refuse explains why d.op is not accepted.
+func (d *decoder) refuse() error {
+	switch d.op {
+	case opNEXT_BUFFER, opREADONLY_BUFFER:
+		return d.errAt(ErrForbiddenOpcode, "out-of-band buffers are not supported")
+	case opEXT1, opEXT2, opEXT4:
+		return d.errAt(ErrForbiddenOpcode, "extension registry codes are refused")
+	case opPERSID, opBINPERSID:
+		return d.errAt(ErrForbiddenOpcode, "persistent ids are refused")
+	case opINST, opOBJ:
+		return d.errAt(ErrForbiddenOpcode, "protocol 0/1 object construction is refused")
+	}
+	if _, known := opNames[d.op]; known {
+		return d.errAt(ErrForbiddenOpcode, "protocol 0/1 opcode, not written by CPython at protocol 2+")
+	}
+	return d.errAt(ErrForbiddenOpcode, "unknown opcode")
+}
+
+// stepControl: PROTO, FRAME, MARK, POP, POP_MARK. FRAME is only checked (the data
+// is all there): it allocates nothing.
+func (d *decoder) stepControl() error {
 	switch d.op {
 	case opPROTO:
 		v, err := d.u8()
@@ -610,6 +701,9 @@ func (d *decoder) step() error {
 		if len(d.marks) >= d.o.MaxMark {
 			return d.budget("MaxMark", "more than %d open MARKs", d.o.MaxMark)
 		}
+		if d.marks == nil {
+			d.marks = make([]int, 0, 16) // MaxMark bounds it: part of MemoryBase
+		}
 		d.marks = append(d.marks, len(d.stack))
 	case opPOP:
 		if len(d.stack) == d.fence() && len(d.marks) > 0 {
@@ -619,9 +713,20 @@ func (d *decoder) step() error {
 		_, err := d.pop()
 		return err
 	case opPOP_MARK:
-		_, err := d.popMark()
-		return err
+		items, err := d.marked()
+		if err != nil {
+			return err
+		}
+		d.dropMarked(items)
+	}
+	return nil
+}
 
+// stepMemo: MEMOIZE, BINPUT, LONG_BINPUT, BINGET, LONG_BINGET. A memo entry costs
+// its slot (or a map entry for an index out of sequence); GET pushes the same value
+// again, without copying it.
+func (d *decoder) stepMemo() error {
+	switch d.op {
 	case opMEMOIZE:
 		v, err := d.top()
 		if err != nil {
@@ -644,23 +749,38 @@ func (d *decoder) step() error {
 			return err
 		}
 		return d.memoPut(idx, v)
-	case opBINGET, opLONG_BINGET:
-		var idx uint64
-		var err error
-		if d.op == opBINGET {
-			idx, err = d.u8()
-		} else {
-			idx, err = d.u32()
-		}
-		if err != nil {
-			return err
-		}
-		v, err := d.memoGet(idx)
-		if err != nil {
-			return err
-		}
-		return d.push(v)
+	}
+	var idx uint64
+	var err error
+	if d.op == opBINGET {
+		idx, err = d.u8()
+	} else {
+		idx, err = d.u32()
+	}
+	if err != nil {
+		return err
+	}
+	v, err := d.memoGet(idx)
+	if err != nil {
+		return err
+	}
+	ref(v)
+	return d.pushShared(v)
+}
 
+// ref counts one more reference to v when it is a node (a value pushed again by
+// GET, or copied into another container).
+func ref(v any) {
+	if n, ok := v.(node); ok {
+		if f := n.fs(); f.refs < math.MaxUint8 {
+			f.refs++
+		}
+	}
+}
+
+// stepNumber: NONE, NEWTRUE, NEWFALSE, BININT*, LONG1, LONG4, BINFLOAT.
+func (d *decoder) stepNumber() error {
+	switch d.op {
 	case opNONE:
 		return d.push(nil)
 	case opNEWTRUE:
@@ -672,7 +792,7 @@ func (d *decoder) step() error {
 		if err != nil {
 			return err
 		}
-		return d.push(int64(int32(binary.LittleEndian.Uint32(b))))
+		return d.pushNew(int64(int32(binary.LittleEndian.Uint32(b))))
 	case opBININT1:
 		v, err := d.u8()
 		if err != nil {
@@ -684,41 +804,49 @@ func (d *decoder) step() error {
 		if err != nil {
 			return err
 		}
-		return d.push(int64(v))
-	case opLONG1, opLONG4:
-		var n uint64
-		var err error
-		if d.op == opLONG1 {
-			n, err = d.u8()
-		} else {
-			var b []byte
-			b, err = d.need(4)
-			if err == nil {
-				s := int32(binary.LittleEndian.Uint32(b))
-				if s < 0 {
-					return d.errAt(ErrMalformed, "LONG pickle has negative byte count")
-				}
-				n = uint64(s)
-			}
-		}
-		if err != nil {
-			return err
-		}
-		if n > uint64(d.o.MaxIntBytes) {
-			return d.budget("MaxIntBytes", "integer of %d bytes, limit %d", n, d.o.MaxIntBytes)
-		}
-		b, err := d.need(n)
-		if err != nil {
-			return err
-		}
-		return d.push(decodeLong(b))
+		return d.pushNew(int64(v))
 	case opBINFLOAT:
 		b, err := d.need(8)
 		if err != nil {
 			return err
 		}
-		return d.push(math.Float64frombits(binary.BigEndian.Uint64(b)))
+		return d.pushNew(math.Float64frombits(binary.BigEndian.Uint64(b)))
+	}
+	var n uint64
+	var err error
+	if d.op == opLONG1 {
+		n, err = d.u8()
+	} else {
+		var b []byte
+		b, err = d.need(4)
+		if err == nil {
+			s := int32(binary.LittleEndian.Uint32(b))
+			if s < 0 {
+				return d.errAt(ErrMalformed, "LONG pickle has negative byte count")
+			}
+			n = uint64(s)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if n > uint64(d.o.MaxIntBytes) {
+		return d.budget("MaxIntBytes", "integer of %d bytes, limit %d", n, d.o.MaxIntBytes)
+	}
+	b, err := d.need(n)
+	if err != nil {
+		return err
+	}
+	if err := d.charge(longSize(len(b))); err != nil {
+		return err
+	}
+	return d.push(decodeLong(b))
+}
 
+// stepText: str, bytes, bytearray. Their claimed length is checked against
+// MaxString and the bytes left before anything is allocated.
+func (d *decoder) stepText() error {
+	switch d.op {
 	case opSHORT_BINUNI, opBINUNICODE, opBINUNICODE8:
 		n, err := d.lenArg(opSHORT_BINUNI, opBINUNICODE)
 		if err != nil {
@@ -739,51 +867,127 @@ func (d *decoder) step() error {
 			return err
 		}
 		return d.push(b)
-	case opBYTEARRAY8:
-		n, err := d.u64()
-		if err != nil {
-			return err
-		}
-		b, err := d.readBytes(n)
-		if err != nil {
-			return err
-		}
-		return d.push(ByteArray(b))
+	}
+	n, err := d.u64()
+	if err != nil {
+		return err
+	}
+	b, err := d.readBytes(n)
+	if err != nil {
+		return err
+	}
+	return d.push(ByteArray(b))
+}
 
-	case opEMPTY_LIST:
-		return d.push(&listNode{finState: finState{off: d.opPos}, items: []any{}})
-	case opEMPTY_DICT:
-		return d.push(&dictNode{finState: finState{off: d.opPos}})
-	case opEMPTY_SET:
-		return d.push(&setNode{finState: finState{off: d.opPos}})
+// lenArg reads the length argument of a SHORT_ (1 byte), 4-byte or 8-byte opcode.
+func (d *decoder) lenArg(short, four byte) (uint64, error) {
+	switch d.op {
+	case short:
+		return d.u8()
+	case four:
+		return d.u32()
+	}
+	return d.u64()
+}
+
+// stepNew: the opcodes that make a container (empty, or from the stack).
+func (d *decoder) stepNew() error {
+	off := int32(d.opPos)
+	switch d.op {
+	case opEMPTY_LIST, opEMPTY_DICT, opEMPTY_SET:
+		return d.newContainer(off)
 	case opEMPTY_TUPLE:
-		return d.push(&tupleNode{finState: finState{off: d.opPos}, items: []any{}})
+		if err := d.charge(sizeTuple); err != nil {
+			return err
+		}
+		return d.push(&tupleNode{finState: finState{off: off, refs: 1}})
 	case opTUPLE1, opTUPLE2, opTUPLE3:
 		n := int(d.op-opTUPLE1) + 1
 		if len(d.stack)-d.fence() < n {
 			return d.errAt(ErrMalformed, "unpickling stack underflow")
 		}
-		items := make([]any, n)
+		if err := d.charge(sizeTuple); err != nil {
+			return err
+		}
+		items, err := d.newItems(n)
+		if err != nil {
+			return err
+		}
+		t := &tupleNode{finState: finState{off: off, refs: 1}, items: items}
+		if d.anyShared(len(d.stack) - n) {
+			t.flags |= flagSharedItems
+		}
 		copy(items, d.stack[len(d.stack)-n:])
-		d.stack = d.stack[:len(d.stack)-n]
-		return d.push(&tupleNode{finState: finState{off: d.opPos}, items: items})
+		d.truncate(len(d.stack) - n)
+		return d.push(t)
 	case opTUPLE:
+		if err := d.charge(sizeTuple); err != nil {
+			return err
+		}
+		t := &tupleNode{finState: finState{off: off, refs: 1}}
+		if len(d.marks) > 0 && d.anyShared(d.fence()) {
+			t.flags |= flagSharedItems
+		}
 		items, err := d.popMark()
 		if err != nil {
 			return err
 		}
-		return d.push(&tupleNode{finState: finState{off: d.opPos}, items: items})
-	case opFROZENSET:
-		items, err := d.popMark()
-		if err != nil {
-			return err
-		}
-		fz, err := d.newFrozen(items)
-		if err != nil {
-			return err
-		}
-		return d.push(fz)
+		t.items = items
+		return d.push(t)
+	}
+	// FROZENSET
+	items, err := d.marked()
+	if err != nil {
+		return err
+	}
+	fz, err := d.newFrozen(items)
+	if err != nil {
+		return err
+	}
+	d.dropMarked(items)
+	return d.push(fz)
+}
 
+// newContainer makes an empty list, dict or set, at its final size when the first
+// pass found it big.
+func (d *decoder) newContainer(off int32) error {
+	hint := 0
+	if d.sizes != nil {
+		hint = int(d.sizes[d.containers])
+	}
+	d.containers++
+	var v any
+	var err error
+	switch d.op {
+	case opEMPTY_LIST:
+		x := &listNode{finState: finState{off: off, refs: 1}}
+		if err = d.charge(sizeList); err == nil && hint > 0 {
+			x.items, err = d.growAny(nil, min(hint, d.o.MaxContainer))
+		}
+		v = x
+	case opEMPTY_DICT:
+		x := &dictNode{finState: finState{off: off, refs: 1}}
+		if err = d.charge(sizeDict); err == nil && hint > 0 {
+			x.pairs, err = d.growPairs(nil, min(hint, d.o.MaxContainer))
+		}
+		v = x
+	default:
+		x := &setNode{finState: finState{off: off, refs: 1}}
+		if err = d.charge(sizeSet); err == nil && hint > 0 {
+			x.items, err = d.growAny(nil, min(hint, d.o.MaxContainer))
+		}
+		v = x
+	}
+	if err != nil {
+		return err
+	}
+	return d.push(v)
+}
+
+// stepFill: APPEND, APPENDS, SETITEM, SETITEMS, ADDITEMS. The items are taken from
+// the stack in place and appended to the container's own array.
+func (d *decoder) stepFill() error {
+	switch d.op {
 	case opAPPEND:
 		v, err := d.pop()
 		if err != nil {
@@ -794,62 +998,191 @@ func (d *decoder) step() error {
 			return err
 		}
 		return d.appendTo(t, []any{v})
-	case opAPPENDS:
-		items, err := d.popMark()
-		if err != nil {
-			return err
-		}
-		t, err := d.top()
-		if err != nil {
-			return err
-		}
-		return d.appendTo(t, items)
 	case opSETITEM:
-		v, err := d.pop()
-		if err != nil {
+		if len(d.stack)-d.fence() < 3 {
+			return d.errAt(ErrMalformed, "unpickling stack underflow")
+		}
+		kv := d.stack[len(d.stack)-2:]
+		if err := d.setItems(d.stack[len(d.stack)-3], kv); err != nil {
 			return err
 		}
-		k, err := d.pop()
-		if err != nil {
-			return err
-		}
-		t, err := d.top()
-		if err != nil {
-			return err
-		}
-		return d.setItems(t, []any{k, v})
+		d.truncate(len(d.stack) - 2)
+		return nil
+	}
+	items, err := d.marked()
+	if err != nil {
+		return err
+	}
+	t, err := d.under(items)
+	if err != nil {
+		return err
+	}
+	switch d.op {
+	case opAPPENDS:
+		err = d.appendTo(t, items)
 	case opSETITEMS:
-		items, err := d.popMark()
-		if err != nil {
-			return err
-		}
 		if len(items)%2 != 0 {
 			return d.errAt(ErrMalformed, "odd number of items for SETITEMS")
 		}
-		t, err := d.top()
-		if err != nil {
-			return err
-		}
-		return d.setItems(t, items)
-	case opADDITEMS:
-		items, err := d.popMark()
-		if err != nil {
-			return err
-		}
-		t, err := d.top()
-		if err != nil {
-			return err
-		}
+		err = d.setItems(t, items)
+	default: // ADDITEMS
 		s, ok := t.(*setNode)
 		if !ok {
 			return d.errAt(ErrMalformed, "ADDITEMS on a %s, not a set", pyTypeName(t))
 		}
-		for _, e := range items {
-			if err := d.setAdd(s, e); err != nil {
+		err = d.addItems(&s.items, items, "set")
+	}
+	if err != nil {
+		return err
+	}
+	d.dropMarked(items)
+	return nil
+}
+
+func (d *decoder) appendTo(t any, items []any) error {
+	var dst *[]any
+	var what string
+	switch x := t.(type) {
+	case *listNode:
+		dst, what = &x.items, "list"
+	case *dequeNode:
+		if err := d.appendItems(&x.items, items, "deque"); err != nil {
+			return err
+		}
+		x.trim(false)
+		return nil
+	case *objNode:
+		dst, what = &x.listItems, "object with appended items"
+	default:
+		return d.errAt(ErrMalformed, "%s on a %s", opName(d.op), pyTypeName(t))
+	}
+	return d.appendItems(dst, items, what)
+}
+
+func (d *decoder) appendItems(dst *[]any, items []any, what string) error {
+	if len(*dst)+len(items) > d.o.MaxContainer {
+		return d.budget("MaxContainer", "%s of more than %d items", what, d.o.MaxContainer)
+	}
+	s, err := d.growAny(*dst, len(items))
+	if err != nil {
+		return err
+	}
+	*dst = append(s, items...)
+	return nil
+}
+
+// trim keeps the last maxLen items of a bounded deque: lazily (once it holds more
+// than twice as many, so that appending stays linear), or exactly when final.
+func (q *dequeNode) trim(final bool) {
+	if !q.bounded() || len(q.items) <= q.maxLen || (!final && len(q.items) <= 2*q.maxLen+16) {
+		return
+	}
+	n := copy(q.items, q.items[len(q.items)-q.maxLen:])
+	clear(q.items[n:])
+	q.items = q.items[:n]
+}
+
+// addItems appends set elements, each checked hashable (duplicates are merged when
+// the set is finished).
+func (d *decoder) addItems(dst *[]any, items []any, what string) error {
+	for _, e := range items {
+		if err := d.hashable(e, 0); err != nil {
+			return err
+		}
+	}
+	return d.appendItems(dst, items, what)
+}
+
+func (d *decoder) setItems(t any, kv []any) error {
+	var dst *[]Pair
+	switch x := t.(type) {
+	case *dictNode:
+		for i := 0; i < len(kv); i += 2 {
+			if err := d.hashable(kv[i], 0); err != nil {
 				return err
 			}
 		}
+		if len(x.pairs)+len(kv)/2 > d.o.MaxContainer {
+			return d.budget("MaxContainer", "dict of more than %d items", d.o.MaxContainer)
+		}
+		dst = &x.pairs
+	case *objNode:
+		if len(x.dictItems)+len(kv)/2 > d.o.MaxContainer {
+			return d.budget("MaxContainer", "object with more than %d set items", d.o.MaxContainer)
+		}
+		dst = &x.dictItems
+	default:
+		return d.errAt(ErrMalformed, "%s on a %s", opName(d.op), pyTypeName(t))
+	}
+	s, err := d.growPairs(*dst, len(kv)/2)
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(kv); i += 2 {
+		s = append(s, Pair{kv[i], kv[i+1]})
+	}
+	*dst = s
+	return nil
+}
 
+// hashable refuses a dict key or set element Python could not hash (a list, a
+// dict, a set, a tuple holding one, a uuid.UUID not yet built, a signaling NaN).
+// A tuple's answer is kept, so that a shared tuple is checked once.
+func (d *decoder) hashable(v any, depth int) error {
+	if depth > d.o.MaxDepth {
+		return d.budget("MaxDepth", "key nested deeper than %d", d.o.MaxDepth)
+	}
+	switch x := v.(type) {
+	case *listNode, *dictNode, *setNode, *dequeNode, ByteArray:
+		return d.errAt(ErrMalformed, "unhashable type: '%s'", pyTypeName(v))
+	case *tupleNode:
+		if x.flags&flagHashable != 0 {
+			return nil
+		}
+		for _, e := range x.items {
+			if err := d.hashable(e, depth+1); err != nil {
+				return err
+			}
+		}
+		x.flags |= flagHashable
+	case *uuidNode:
+		if !x.set {
+			return d.errAt(ErrMalformed, "uuid.UUID hashed before its state is set")
+		}
+	case Decimal:
+		if strings.HasPrefix(string(x), "sNaN") || strings.HasPrefix(string(x), "-sNaN") {
+			return d.errAt(ErrMalformed, "cannot hash a signaling NaN value")
+		}
+	}
+	return nil
+}
+
+// newSet makes a set of items (checked hashable, copied to a charged array).
+func (d *decoder) newSet(items []any) (*setNode, error) {
+	if err := d.charge(sizeSet); err != nil {
+		return nil, err
+	}
+	s := &setNode{finState: finState{off: int32(d.opPos), refs: 1}}
+	if err := d.addItems(&s.items, items, "set"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (d *decoder) newFrozen(items []any) (*frozenNode, error) {
+	if err := d.charge(sizeFrozen); err != nil {
+		return nil, err
+	}
+	s := &frozenNode{finState: finState{off: int32(d.opPos), refs: 1}}
+	if err := d.addItems(&s.items, items, "frozenset"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// stepObject: STACK_GLOBAL, GLOBAL, REDUCE, NEWOBJ, NEWOBJ_EX, BUILD.
+func (d *decoder) stepObject() error {
+	switch d.op {
 	case opSTACK_GLOBAL:
 		name, err := d.pop()
 		if err != nil {
@@ -921,151 +1254,17 @@ func (d *decoder) step() error {
 			return err
 		}
 		return d.push(v)
-	case opBUILD:
-		state, err := d.pop()
-		if err != nil {
-			return err
-		}
-		t, err := d.top()
-		if err != nil {
-			return err
-		}
-		return d.build(t, state)
-
-	case opNEXT_BUFFER, opREADONLY_BUFFER:
-		return d.errAt(ErrForbiddenOpcode, "out-of-band buffers are not supported")
-	case opEXT1, opEXT2, opEXT4:
-		return d.errAt(ErrForbiddenOpcode, "extension registry codes are refused")
-	case opPERSID, opBINPERSID:
-		return d.errAt(ErrForbiddenOpcode, "persistent ids are refused")
-	case opINST, opOBJ:
-		return d.errAt(ErrForbiddenOpcode, "protocol 0/1 object construction is refused")
-	default:
-		if _, known := opNames[d.op]; known {
-			return d.errAt(ErrForbiddenOpcode, "protocol 0/1 opcode, not written by CPython at protocol 2+")
-		}
-		return d.errAt(ErrForbiddenOpcode, "unknown opcode")
 	}
-	return nil
-}
-
-// lenArg reads the length argument of a SHORT_ (1 byte), 4-byte or 8-byte opcode.
-func (d *decoder) lenArg(short, four byte) (uint64, error) {
-	switch d.op {
-	case short:
-		return d.u8()
-	case four:
-		return d.u32()
-	}
-	return d.u64()
-}
-
-func (d *decoder) appendTo(t any, items []any) error {
-	switch x := t.(type) {
-	case *listNode:
-		if len(x.items)+len(items) > d.o.MaxContainer {
-			return d.budget("MaxContainer", "list of more than %d items", d.o.MaxContainer)
-		}
-		x.items = append(x.items, items...)
-	case *dequeNode:
-		if len(x.items)+len(items) > d.o.MaxContainer {
-			return d.budget("MaxContainer", "deque of more than %d items", d.o.MaxContainer)
-		}
-		x.items = append(x.items, items...)
-		if x.bounded && len(x.items) > x.maxLen {
-			x.items = append([]any{}, x.items[len(x.items)-x.maxLen:]...)
-		}
-	case *objNode:
-		if len(x.listItems)+len(items) > d.o.MaxContainer {
-			return d.budget("MaxContainer", "object with more than %d appended items", d.o.MaxContainer)
-		}
-		x.listItems = append(x.listItems, items...)
-	default:
-		return d.errAt(ErrMalformed, "%s on a %s", opName(d.op), pyTypeName(t))
-	}
-	return nil
-}
-
-func (d *decoder) setItems(t any, kv []any) error {
-	switch x := t.(type) {
-	case *dictNode:
-		if x.keys == nil {
-			x.keys = make([]any, 0, len(kv)/2)
-			x.vals = make([]any, 0, len(kv)/2)
-		}
-		for i := 0; i < len(kv); i += 2 {
-			if err := d.dictSet(x, kv[i], kv[i+1]); err != nil {
-				return err
-			}
-		}
-	case *objNode:
-		if len(x.dictItems)+len(kv) > 2*d.o.MaxContainer {
-			return d.budget("MaxContainer", "object with more than %d set items", d.o.MaxContainer)
-		}
-		x.dictItems = append(x.dictItems, kv...)
-	default:
-		return d.errAt(ErrMalformed, "%s on a %s", opName(d.op), pyTypeName(t))
-	}
-	return nil
-}
-
-func (d *decoder) hashErr(err error) error {
-	if errors.Is(err, errDepth) {
-		return d.budget("MaxDepth", "key nested deeper than %d", d.o.MaxDepth)
-	}
-	return d.errAt(ErrMalformed, "%v", err)
-}
-
-func (d *decoder) dictSet(x *dictNode, k, v any) error {
-	p, ck, err := x.ix.find(d.kr, x.keys, k)
+	// BUILD
+	state, err := d.pop()
 	if err != nil {
-		return d.hashErr(err)
+		return err
 	}
-	if p >= 0 {
-		x.vals[p] = v
-		return nil
-	}
-	if len(x.keys) >= d.o.MaxContainer {
-		return d.budget("MaxContainer", "dict of more than %d items", d.o.MaxContainer)
-	}
-	x.ix.add(k, ck, len(x.keys))
-	x.keys = append(x.keys, k)
-	x.vals = append(x.vals, v)
-	return nil
-}
-
-func (d *decoder) setAdd(x *setNode, e any) error {
-	p, ck, err := x.ix.find(d.kr, x.items, e)
+	t, err := d.top()
 	if err != nil {
-		return d.hashErr(err)
+		return err
 	}
-	if p >= 0 {
-		return nil
-	}
-	if len(x.items) >= d.o.MaxContainer {
-		return d.budget("MaxContainer", "set of more than %d items", d.o.MaxContainer)
-	}
-	x.ix.add(e, ck, len(x.items))
-	x.items = append(x.items, e)
-	return nil
-}
-
-func (d *decoder) newSet(items []any) (*setNode, error) {
-	s := &setNode{finState: finState{off: d.opPos}}
-	for _, e := range items {
-		if err := d.setAdd(s, e); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
-func (d *decoder) newFrozen(items []any) (*frozenNode, error) {
-	s, err := d.newSet(items)
-	if err != nil {
-		return nil, err
-	}
-	return &frozenNode{finState: finState{off: d.opPos}, items: s.items}, nil
+	return d.build(t, state)
 }
 
 func (d *decoder) build(t, state any) error {
@@ -1077,196 +1276,4 @@ func (d *decoder) build(t, state any) error {
 		return nil
 	}
 	return d.errAt(ErrMalformed, "BUILD (object state) on a %s", pyTypeName(t))
-}
-
-// finish turns the internal value v (at depth containers deep) into its public Go
-// value, refusing cycles and checking the depth and size budgets.
-func (d *decoder) finish(v any, depth int) (any, error) {
-	out, size, err := d.fin(v, depth)
-	if err != nil {
-		return nil, err
-	}
-	if size > d.o.MaxValues {
-		return nil, &UnpickleError{Offset: -1, Err: ErrBudget, Budget: "MaxValues",
-			Reason: fmt.Sprintf("MaxValues: a walk of the value meets more than %d values", d.o.MaxValues)}
-	}
-	return out, nil
-}
-
-func (d *decoder) finErr(n *finState, sentinel error, budget, format string, args ...any) *UnpickleError {
-	e := &UnpickleError{Offset: n.off, Err: sentinel, Budget: budget, Reason: fmt.Sprintf(format, args...)}
-	if budget != "" {
-		e.Reason = budget + ": " + e.Reason
-	}
-	return e
-}
-
-func (d *decoder) finAll(items []any, depth int) ([]any, int, error) {
-	out := make([]any, len(items))
-	total := 1
-	for i, e := range items {
-		v, n, err := d.fin(e, depth+1)
-		if err != nil {
-			return nil, 0, err
-		}
-		out[i] = v
-		total = addSize(total, n)
-	}
-	return out, total, nil
-}
-
-func addSize(a, b int) int {
-	if a+b < a {
-		return math.MaxInt
-	}
-	return a + b
-}
-
-func (d *decoder) fin(v any, depth int) (any, int, error) {
-	nd, isNode := v.(node)
-	if !isNode {
-		if g, ok := v.(*globalRef); ok {
-			if depth > d.o.MaxDepth {
-				return nil, 0, &UnpickleError{Offset: -1, Err: ErrBudget, Budget: "MaxDepth", Reason: fmt.Sprintf("MaxDepth: value nested deeper than %d", d.o.MaxDepth)}
-			}
-			if d.o.Mode != Objects {
-				return nil, 0, &UnpickleError{Offset: -1, Err: ErrForbiddenGlobal, Global: g.module + "." + g.name,
-					Reason: fmt.Sprintf("a bare reference to %s.%s is not a data value", g.module, g.name)}
-			}
-			return Global{Module: g.module, Name: g.name}, 1, nil
-		}
-		if depth > d.o.MaxDepth {
-			return nil, 0, &UnpickleError{Offset: -1, Err: ErrBudget, Budget: "MaxDepth", Reason: fmt.Sprintf("MaxDepth: value nested deeper than %d", d.o.MaxDepth)}
-		}
-		return v, 1, nil
-	}
-	n := nd.fs()
-	switch n.state {
-	case 1:
-		return nil, 0, d.finErr(n, ErrCycle, "", "a %s contains itself", pyTypeName(v))
-	case 2:
-		return n.out, n.size, nil
-	}
-	if depth > d.o.MaxDepth {
-		return nil, 0, d.finErr(n, ErrBudget, "MaxDepth", "value nested deeper than %d", d.o.MaxDepth)
-	}
-	n.state = 1
-	var out any
-	size := 1
-	var err error
-	switch x := v.(type) {
-	case *listNode:
-		var items []any
-		items, size, err = d.finAll(x.items, depth)
-		out = items
-	case *tupleNode:
-		var items []any
-		items, size, err = d.finAll(x.items, depth)
-		out = Tuple(items)
-	case *setNode:
-		var items []any
-		items, size, err = d.finAll(x.items, depth)
-		out = Set(items)
-	case *frozenNode:
-		var items []any
-		items, size, err = d.finAll(x.items, depth)
-		out = FrozenSet(items)
-	case *dequeNode:
-		var items []any
-		items, size, err = d.finAll(x.items, depth)
-		out = Deque{Items: items, MaxLen: x.maxLen, Bounded: x.bounded}
-	case *dictNode:
-		var pairs []Pair
-		pairs, size, err = d.finPairs(x.keys, x.vals, depth)
-		switch x.kind {
-		case kindOrderedDict:
-			out = OrderedDict(pairs)
-		case kindCounter:
-			out = Counter(pairs)
-		default:
-			out = Dict(pairs)
-		}
-	case *uuidNode:
-		if !x.set {
-			err = d.finErr(n, ErrMalformed, "", "uuid.UUID without its state (no BUILD)")
-		}
-		out = x.val
-	case *objNode:
-		out, size, err = d.finObj(x, depth)
-	default:
-		err = d.finErr(n, ErrMalformed, "", "internal: unknown node %T", v)
-	}
-	if err != nil {
-		return nil, 0, err
-	}
-	if size > d.o.MaxValues {
-		return nil, 0, d.finErr(n, ErrBudget, "MaxValues", "a walk of the value meets more than %d values", d.o.MaxValues)
-	}
-	n.state, n.out, n.size = 2, out, size
-	return out, size, nil
-}
-
-func (d *decoder) finPairs(keys, vals []any, depth int) ([]Pair, int, error) {
-	pairs := make([]Pair, len(keys))
-	total := 1
-	for i := range keys {
-		k, nk, err := d.fin(keys[i], depth+1)
-		if err != nil {
-			return nil, 0, err
-		}
-		v, nv, err := d.fin(vals[i], depth+1)
-		if err != nil {
-			return nil, 0, err
-		}
-		pairs[i] = Pair{k, v}
-		total = addSize(addSize(total, nk), nv)
-	}
-	return pairs, total, nil
-}
-
-func (d *decoder) finObj(x *objNode, depth int) (any, int, error) {
-	o := Object{Module: x.module, Name: x.name, New: x.isNew}
-	size := 1
-	if x.args != nil {
-		args, n, err := d.finAll(x.args, depth)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.Args, size = args, addSize(size, n)
-	}
-	if x.kwargs != nil {
-		kw, n, err := d.finPairs(x.kwargs.keys, x.kwargs.vals, depth)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.Kwargs, size = Dict(kw), addSize(size, n)
-	}
-	if x.hasState {
-		st, n, err := d.fin(x.state, depth+1)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.State, size = st, addSize(size, n)
-	}
-	if x.listItems != nil {
-		li, n, err := d.finAll(x.listItems, depth)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.ListItems, size = li, addSize(size, n)
-	}
-	if x.dictItems != nil {
-		keys := make([]any, 0, len(x.dictItems)/2)
-		vals := make([]any, 0, len(x.dictItems)/2)
-		for i := 0; i < len(x.dictItems); i += 2 {
-			keys = append(keys, x.dictItems[i])
-			vals = append(vals, x.dictItems[i+1])
-		}
-		di, n, err := d.finPairs(keys, vals, depth)
-		if err != nil {
-			return nil, 0, err
-		}
-		o.DictItems, size = Dict(di), addSize(size, n)
-	}
-	return o, size, nil
 }

@@ -39,14 +39,16 @@ func addPickleSeeds(f *testing.F) {
 
 // FuzzUnpickle: any input decodes or fails with an *UnpickleError, never panics
 // (the decoder's own recover is disabled here through a check of the error), within
-// the budgets; a data-only result re-encodes and decodes to the same value.
+// the budgets and the memory bound (checkAccounting); a data-only result
+// re-encodes and decodes to the same value.
 func FuzzUnpickle(f *testing.F) {
 	addPickleSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, mode := range []Mode{DataOnly, Objects} {
 			opts := fuzzOpts
 			opts.Mode = mode
-			v, err := Unpickle(data, &opts)
+			v, d, err := unpickle(data, opts.withDefaults())
+			checkAccounting(t, data, d, v, err)
 			if err != nil {
 				var ue *UnpickleError
 				if !errors.As(err, &ue) {
@@ -78,6 +80,26 @@ func FuzzUnpickle(f *testing.F) {
 			}
 		}
 	})
+}
+
+// checkAccounting checks the memory bound on one decode: the decoder's accounted
+// peak never passes MemoryPerByte*n + MemoryBase, its accounting never goes
+// negative (a credit for more than was charged), and a decoded value holds no more
+// heap than the decoder accounted for at the end (goSize: the accounting does not
+// under-count).
+func checkAccounting(t *testing.T, data []byte, d *decoder, v any, err error) {
+	t.Helper()
+	if d.memPeak > memBound(len(data)) {
+		t.Fatalf("accounted peak %d > bound %d for %d bytes", d.memPeak, memBound(len(data)), len(data))
+	}
+	if d.mem < 0 {
+		t.Fatalf("accounting went negative: %d", d.mem)
+	}
+	if err == nil {
+		if n := goSize(v); n > d.mem {
+			t.Fatalf("the value holds %d bytes, the decoder accounted %d", n, d.mem)
+		}
+	}
 }
 
 // FuzzPickleRoundTrip: generated values (from a fuzzed seed) survive Go's round trip.

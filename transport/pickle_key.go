@@ -10,18 +10,36 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // keyer computes, for a hashable value, a string that two values share exactly when
 // Python finds them equal (the dict/set identity of a key). Composite keys (tuples,
-// frozensets) are built from the interned ids of their elements, so a key stays
-// short however the value nests or shares.
+// frozensets) are built from the interned ids of their elements, and an identity
+// longer than longKey is replaced by its interned id, so that a key stays short
+// however the value nests or shares. The identity of a long value (a long str or
+// bytes, a big int, a tuple...) is kept by the address of its data: a value shared
+// through the memo is hashed once, however many times it is met.
 type keyer struct {
 	intern   map[string]int
 	nan      int
 	maxDepth int
-	pow10    map[int64]*big.Int // read-only once made: never mutate
+	pow10    map[int64]*big.Int  // read-only once made: never mutate
+	cache    map[cacheRef]string // identities of long values, by address
+	// charge accounts the growth of the tables (nil: not accounted).
+	charge func(int) error
 }
+
+// cacheRef is the address, length and kind of a value whose identity is cached.
+type cacheRef struct {
+	p    unsafe.Pointer
+	n    int
+	kind byte
+}
+
+// longKey is the length beyond which an identity is interned (and the size of a
+// value beyond which its identity is cached by address).
+const longKey = 64
 
 func newKeyer(maxDepth int) *keyer {
 	return &keyer{intern: map[string]int{}, maxDepth: maxDepth}
@@ -34,13 +52,76 @@ type unhashableError struct{ typ string }
 func (e *unhashableError) Error() string { return "unhashable type: '" + e.typ + "'" }
 func (e *unhashableError) Unwrap() error { return errUnhashable }
 
-func (kr *keyer) id(k string) string {
+func (kr *keyer) account(n int) error {
+	if kr.charge == nil {
+		return nil
+	}
+	return kr.charge(n)
+}
+
+// num interns k and returns its number.
+func (kr *keyer) num(k string) (int, error) {
 	n, ok := kr.intern[k]
 	if !ok {
+		if err := kr.account(mapEntry + allocSize(len(k))); err != nil {
+			return 0, err
+		}
 		n = len(kr.intern)
 		kr.intern[k] = n
 	}
-	return strconv.Itoa(n)
+	return n, nil
+}
+
+func (kr *keyer) id(k string) (string, error) {
+	n, err := kr.num(k)
+	if err != nil {
+		return "", err
+	}
+	return strconv.Itoa(n), nil
+}
+
+// short returns s, or "#" and its interned number when it is longer than longKey.
+func (kr *keyer) short(s string) (string, error) {
+	if len(s) <= longKey {
+		return s, nil
+	}
+	n, err := kr.num(s)
+	if err != nil {
+		return "", err
+	}
+	return "#" + strconv.Itoa(n), nil
+}
+
+// cached returns the (short) identity of the value at p (n bytes, of this kind),
+// computed by build the first time only.
+func (kr *keyer) cached(p unsafe.Pointer, n int, kind byte, build func() (string, error)) (string, error) {
+	ref := cacheRef{p, n, kind}
+	if s, ok := kr.cache[ref]; ok {
+		return s, nil
+	}
+	if err := kr.account(mapEntry + allocSize(n+16)); err != nil {
+		return "", err
+	}
+	s, err := build()
+	if err != nil {
+		return "", err
+	}
+	if s, err = kr.short(s); err != nil {
+		return "", err
+	}
+	if kr.cache == nil {
+		kr.cache = map[cacheRef]string{}
+	}
+	kr.cache[ref] = s
+	return s, nil
+}
+
+// strID is a string as part of a key: itself when short, its interned id otherwise.
+func (kr *keyer) strID(s string) (string, error) {
+	if len(s) <= longKey {
+		return s, nil
+	}
+	return kr.cached(unsafe.Pointer(unsafe.StringData(s)), len(s), 'S', func() (string, error) { return s, nil })
 }
 
 func intKey(b *big.Int) string { return "i" + b.Text(16) }
@@ -67,10 +148,12 @@ func (kr *keyer) floatKey(f float64) string {
 	return ratKey(new(big.Rat).SetFloat64(f))
 }
 
-// decimalKeyLimit bounds the exponents for which a Decimal's key is its exact
-// rational value (so Decimal("1E+3") == 1000); beyond it the key is the normalised
-// decimal itself, and equality with an int or Fraction of that size is not detected.
-const decimalKeyLimit = 4300
+// decimalKeyLimit bounds the digits and exponents for which a Decimal's key is its
+// exact rational value (so Decimal("1E+3") == 1000 and Decimal("0.5") == 0.5);
+// beyond it the key is the normalised decimal itself, and equality with an int,
+// float or Fraction of that size is not detected. It keeps the cost of a key small
+// (the rational is reduced by a GCD, quadratic in its digits).
+const decimalKeyLimit = 400
 
 func (kr *keyer) decimalKey(s Decimal) (string, error) {
 	d, err := parseDecimal(string(s))
@@ -129,6 +212,14 @@ func abs64(x int64) int64 {
 // key returns the identity string of a hashable value; an unhashable value is an
 // error wrapping errUnhashable.
 func (kr *keyer) key(v any, depth int) (string, error) {
+	s, err := kr.ident(v, depth)
+	if err != nil {
+		return "", err
+	}
+	return kr.short(s)
+}
+
+func (kr *keyer) ident(v any, depth int) (string, error) {
 	if depth > kr.maxDepth {
 		return "", errDepth
 	}
@@ -145,7 +236,10 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 	case int:
 		return "i" + strconv.FormatInt(int64(x), 16), nil
 	case *big.Int:
-		return intKey(x), nil
+		if x.BitLen() <= 4*longKey {
+			return intKey(x), nil
+		}
+		return kr.cached(unsafe.Pointer(x), 0, 'i', func() (string, error) { return intKey(x), nil })
 	case float64:
 		return kr.floatKey(x), nil
 	case complex128:
@@ -154,13 +248,25 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 		}
 		return "c" + kr.floatKey(real(x)) + "|" + kr.floatKey(imag(x)), nil
 	case string:
-		return "s" + x, nil
+		if len(x) <= longKey {
+			return "s" + x, nil
+		}
+		return kr.cached(unsafe.Pointer(unsafe.StringData(x)), len(x), 's', func() (string, error) { return "s" + x, nil })
 	case []byte:
-		return "b" + string(x), nil
+		if len(x) <= longKey {
+			return "b" + string(x), nil
+		}
+		return kr.cached(unsafe.Pointer(unsafe.SliceData(x)), len(x), 'b', func() (string, error) { return "b" + string(x), nil })
 	case Decimal:
-		return kr.decimalKey(x)
+		if len(x) <= 32 {
+			return kr.decimalKey(x)
+		}
+		return kr.cached(unsafe.Pointer(unsafe.StringData(string(x))), len(x), 'D', func() (string, error) { return kr.decimalKey(x) })
 	case *big.Rat:
-		return ratKey(x), nil
+		if x.Num().BitLen()+x.Denom().BitLen() <= 4*longKey {
+			return ratKey(x), nil
+		}
+		return kr.cached(unsafe.Pointer(x), 0, 'q', func() (string, error) { return ratKey(x), nil })
 	case Date:
 		return fmt.Sprintf("a%d-%d-%d", x.Year, x.Month, x.Day), nil
 	case DateTime:
@@ -171,7 +277,11 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 			us := (daysFromCivil(x.Year, x.Month, x.Day)*86400+int64(x.Hour*3600+x.Minute*60+x.Second))*1e6 + int64(x.Microsecond)
 			return "D" + strconv.FormatInt(us-tz.Offset.Microseconds(), 16), nil
 		case ZoneInfo:
-			return fmt.Sprintf("Z%q %d-%d-%d %d:%d:%d.%d", tz.Key, x.Year, x.Month, x.Day, x.Hour, x.Minute, x.Second, x.Microsecond), nil
+			k, err := kr.strID(tz.Key)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Z%q %d-%d-%d %d:%d:%d.%d", k, x.Year, x.Month, x.Day, x.Hour, x.Minute, x.Second, x.Microsecond), nil
 		}
 	case Time:
 		us := int64(x.Hour*3600+x.Minute*60+x.Second)*1e6 + int64(x.Microsecond)
@@ -181,14 +291,19 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 		case TimeZone:
 			return "T" + strconv.FormatInt(us-tz.Offset.Microseconds(), 16), nil
 		case ZoneInfo:
-			return fmt.Sprintf("Tz%q %x", tz.Key, us), nil
+			k, err := kr.strID(tz.Key)
+			if err != nil {
+				return "", err
+			}
+			return fmt.Sprintf("Tz%q %x", k, us), nil
 		}
 	case TimeDelta:
 		return fmt.Sprintf("td%d,%d,%d", x.Days, x.Seconds, x.Microseconds), nil
 	case TimeZone:
 		return "tz" + strconv.FormatInt(x.Offset.Microseconds(), 16), nil
 	case ZoneInfo:
-		return "zi" + x.Key, nil
+		k, err := kr.strID(x.Key)
+		return "zi" + k, err
 	case UUID:
 		return "u" + string(x[:]), nil
 	case *uuidNode:
@@ -197,10 +312,10 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 		}
 		return "u" + string(x.val[:]), nil
 	case Path:
-		if x.Flavour.Windows() {
-			return "pw" + strings.ToLower(x.Path), nil
+		if len(x.Path) <= longKey {
+			return pathKey(x), nil
 		}
-		return "pp" + x.Path, nil
+		return kr.cached(unsafe.Pointer(unsafe.StringData(x.Path)), len(x.Path), byte(len(x.Flavour)), func() (string, error) { return pathKey(x), nil })
 	case netip.Addr:
 		if x.Is4() {
 			return "a4" + x.String(), nil
@@ -225,91 +340,120 @@ func (kr *keyer) key(v any, depth int) (string, error) {
 			return fmt.Sprintf("r%x,%x,%x", n, x.Start, x.Step), nil
 		}
 	case Global:
-		return "g" + x.Module + "\x00" + x.Name, nil
+		return kr.globalKey(x.Module, x.Name)
 	case *globalRef:
-		return "g" + x.module + "\x00" + x.name, nil
+		return kr.globalKey(x.module, x.name)
 	case Tuple:
-		return kr.seqKey("t", x, depth)
+		return kr.seqKey(x, depth)
 	case *tupleNode:
-		if x.key == "" {
-			k, err := kr.seqKey("t", x.items, depth)
-			if err != nil {
-				return "", err
-			}
-			x.key = k
-		}
-		return x.key, nil
+		return kr.seqKey(x.items, depth)
 	case FrozenSet:
 		return kr.setKey(x, depth)
 	case *frozenNode:
-		if x.key == "" {
-			k, err := kr.setKey(x.items, depth)
-			if err != nil {
-				return "", err
-			}
-			x.key = k
-		}
-		return x.key, nil
+		return kr.setKey(x.items, depth)
 	case *objNode:
 		// Objects hash by identity (object.__hash__).
 		return fmt.Sprintf("o%p", x), nil
 	case Object:
 		// A decoded Object has no identity left: equal when built alike.
-		k, err := kr.seqKey("o"+x.Module+"\x00"+x.Name+"\x00", append([]any{x.New, x.State}, x.Args...), depth)
+		k, err := kr.seqKey(append([]any{x.Module, x.Name, x.New, x.State}, x.Args...), depth)
 		if err != nil {
 			return "", err
 		}
-		return k, nil
+		return "o" + k, nil
 	}
 	// Go conveniences the encoder accepts (int32, uint64, float32, named strings...).
 	switch rv := reflect.ValueOf(v); rv.Kind() {
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		return kr.key(rv.Int(), depth)
+		return kr.ident(rv.Int(), depth)
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return kr.key(new(big.Int).SetUint64(rv.Uint()), depth)
+		return kr.ident(new(big.Int).SetUint64(rv.Uint()), depth)
 	case reflect.Float32, reflect.Float64:
 		return kr.floatKey(rv.Float()), nil
 	case reflect.Complex64, reflect.Complex128:
-		return kr.key(rv.Complex(), depth)
+		return kr.ident(rv.Complex(), depth)
 	case reflect.String:
-		return "s" + rv.String(), nil
+		return kr.ident(rv.String(), depth)
 	}
 	return "", &unhashableError{pyTypeName(v)}
 }
 
-func (kr *keyer) seqKey(prefix string, items []any, depth int) (string, error) {
-	var b strings.Builder
-	b.WriteString(prefix)
-	for _, e := range items {
-		k, err := kr.key(e, depth+1)
-		if err != nil {
-			return "", err
-		}
-		b.WriteString(kr.id(k))
-		b.WriteByte(',')
+func pathKey(x Path) string {
+	if x.Flavour.Windows() {
+		return "pw" + strings.ToLower(x.Path)
 	}
-	return b.String(), nil
+	return "pp" + x.Path
 }
 
+func (kr *keyer) globalKey(module, name string) (string, error) {
+	m, err := kr.strID(module)
+	if err != nil {
+		return "", err
+	}
+	n, err := kr.strID(name)
+	if err != nil {
+		return "", err
+	}
+	return "g" + m + "\x00" + n, nil
+}
+
+// seqKey is the identity of a tuple: its elements' ids in order. A tuple's key is
+// cached by the address of its array (shared by a tuple node and its public
+// Tuple), so that a shared tuple is keyed once.
+func (kr *keyer) seqKey(items []any, depth int) (string, error) {
+	if len(items) == 0 {
+		return "t", nil
+	}
+	return kr.cached(unsafe.Pointer(unsafe.SliceData(items)), len(items), 't', func() (string, error) {
+		var b strings.Builder
+		b.WriteString("t")
+		for _, e := range items {
+			k, err := kr.key(e, depth+1)
+			if err != nil {
+				return "", err
+			}
+			id, err := kr.id(k)
+			if err != nil {
+				return "", err
+			}
+			b.WriteString(id)
+			b.WriteByte(',')
+		}
+		return b.String(), nil
+	})
+}
+
+// setKey is the identity of a frozenset: its distinct elements' ids, sorted.
 func (kr *keyer) setKey(items []any, depth int) (string, error) {
-	ids := make([]int, 0, len(items))
-	for _, e := range items {
-		k, err := kr.key(e, depth+1)
-		if err != nil {
+	if len(items) == 0 {
+		return "F", nil
+	}
+	return kr.cached(unsafe.Pointer(unsafe.SliceData(items)), len(items), 'F', func() (string, error) {
+		if err := kr.account(allocSize(8 * len(items))); err != nil {
 			return "", err
 		}
-		kr.id(k)
-		ids = append(ids, kr.intern[k])
-	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
-	var b strings.Builder
-	b.WriteString("F")
-	for _, n := range ids {
-		b.WriteString(strconv.Itoa(n))
-		b.WriteByte(',')
-	}
-	return b.String(), nil
+		ids := make([]int, 0, len(items))
+		for _, e := range items {
+			k, err := kr.key(e, depth+1)
+			if err != nil {
+				return "", err
+			}
+			n, err := kr.num(k)
+			if err != nil {
+				return "", err
+			}
+			ids = append(ids, n)
+		}
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		var b strings.Builder
+		b.WriteString("F")
+		for _, n := range ids {
+			b.WriteString(strconv.Itoa(n))
+			b.WriteByte(',')
+		}
+		return b.String(), nil
+	})
 }
 
 // daysFromCivil returns the number of days from 1970-01-01 to the given date of the

@@ -349,7 +349,8 @@ func TestUnpickleBudgets(t *testing.T) {
 		{"MaxIntBytes", fixture(t, "bigint"), UnpickleOptions{MaxIntBytes: 1000}, "MaxIntBytes"},
 		{"MaxContainer list", list(11), UnpickleOptions{MaxContainer: 10}, "MaxContainer"},
 		{"MaxContainer dict", pk(2, opEMPTY_DICT, opMARK, bytes.Repeat([]byte{opBININT1, 1, opNONE}, 1), opMARK, opBININT1, 2, opNONE, opBININT1, 3, opNONE, opSETITEMS, opSETITEMS), UnpickleOptions{MaxContainer: 2}, "MaxContainer"},
-		{"MaxValues (billion laughs)", pk(2, laughs), UnpickleOptions{}, "MaxValues"},
+		{"MaxValues (billion laughs)", pk(2, laughs), UnpickleOptions{MaxExpanded: math.MaxInt}, "MaxValues"},
+		{"MaxExpanded (billion laughs)", pk(2, laughs), UnpickleOptions{}, "MaxExpanded"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := Unpickle(tc.in, &tc.opts)

@@ -106,13 +106,14 @@ func (d *decoder) global(module, name string) (*globalRef, error) {
 			}
 		}
 	}
-	if k, ok := dataTable[module+"\x00"+name]; ok {
-		return &globalRef{module: module, name: name, entry: k}, nil
-	}
-	if d.o.Mode != Objects {
+	k, ok := dataTable[module+"\x00"+name]
+	if !ok && d.o.Mode != Objects {
 		return nil, d.forbiddenGlobal(module, name, "%s.%s is not a data type (remote-result-mode=data-only; remote-result-mode=objects would return it as an inert Object)", module, name)
 	}
-	return &globalRef{module: module, name: name}, nil
+	if err := d.charge(sizeGlobal); err != nil {
+		return nil, err
+	}
+	return &globalRef{module: module, name: name, entry: k}, nil
 }
 
 func (d *decoder) reduce(fn, args any) (any, error) {
@@ -125,16 +126,18 @@ func (d *decoder) reduce(fn, args any) (any, error) {
 		return nil, d.errAt(ErrMalformed, "REDUCE arguments are a %s, not a tuple", pyTypeName(args))
 	}
 	if g.entry == entNone {
-		return &objNode{finState: finState{off: d.opPos}, module: g.module, name: g.name, args: t.items}, nil
+		return d.newObjNode(g, t, nil, false)
 	}
+	d.work = 0
 	v, err := d.construct(g, t.items)
 	if err == nil {
+		d.consumed(g.entry, t)
 		return v, nil
 	}
 	var fe *forbiddenUse
 	if errors.As(err, &fe) {
 		if d.o.Mode == Objects {
-			return &objNode{finState: finState{off: d.opPos}, module: g.module, name: g.name, args: t.items}, nil
+			return d.newObjNode(g, t, nil, false)
 		}
 		return nil, d.forbiddenGlobal(g.module, g.name, "%s.%s only allowed as %s", g.module, g.name, fe.allowed)
 	}
@@ -143,6 +146,48 @@ func (d *decoder) reduce(fn, args any) (any, error) {
 		return nil, err
 	}
 	return nil, d.errAt(ErrMalformed, "%s.%s: %v", g.module, g.name, err)
+}
+
+func (d *decoder) newObjNode(g *globalRef, args *tupleNode, kw *dictNode, isNew bool) (*objNode, error) {
+	if err := d.charge(sizeObj); err != nil {
+		return nil, err
+	}
+	return &objNode{finState: finState{off: int32(d.opPos), refs: 1}, module: g.module, name: g.name, isNew: isNew, args: args, kwargs: kw}, nil
+}
+
+// consumed credits the arguments of a data type's call once its value is built:
+// the tuple, and the scalars in it, unless one of them may be referred to
+// elsewhere or the value keeps them (a zone key, a timezone name, path segments).
+func (d *decoder) consumed(e entryKind, t *tupleNode) {
+	if t.refs != 1 || t.flags&flagSharedItems != 0 {
+		return
+	}
+	n := sizeTuple + allocSize(len(t.items)*ifaceSize)
+	switch e {
+	case entZoneInfo, entZoneUnpickle, entTimeZone, entGetattr,
+		entPurePosixPath, entPosixPath, entPureWindowsPath, entWindowsPath:
+	default:
+		for _, a := range t.items {
+			switch a.(type) {
+			case node, *globalRef:
+			default:
+				n += boxSize(a)
+			}
+		}
+	}
+	t.items = nil
+	d.credit(n + d.work)
+}
+
+// transient charges n bytes of work a data type does on its arguments (a parse, a
+// split): credited with the arguments when they are consumed (consumed), kept
+// charged when they may be shared values, met again and again.
+func (d *decoder) transient(n int) error {
+	if err := d.charge(n); err != nil {
+		return err
+	}
+	d.work += n
+	return nil
 }
 
 // forbiddenUse is a data function called outside the one pattern it is allowed for.
@@ -166,24 +211,31 @@ func (d *decoder) newObj(cls, args, kwargs any) (any, error) {
 		}
 	}
 	switch {
-	case g.entry == entUUID && len(t.items) == 0 && (kw == nil || len(kw.keys) == 0):
-		return &uuidNode{finState: finState{off: d.opPos}}, nil
+	case g.entry == entUUID && len(t.items) == 0 && (kw == nil || len(kw.pairs) == 0):
+		if err := d.charge(sizeUUID); err != nil {
+			return nil, err
+		}
+		return &uuidNode{finState: finState{off: int32(d.opPos), refs: 1}}, nil
 	case g.entry == entNone:
-		return &objNode{finState: finState{off: d.opPos}, module: g.module, name: g.name, isNew: true, args: t.items, kwargs: kw}, nil
+		return d.newObjNode(g, t, kw, true)
 	}
 	return nil, d.forbiddenGlobal(g.module, g.name, "%s.%s cannot be built by %s", g.module, g.name, opName(d.op))
 }
 
 func (d *decoder) buildUUID(u *uuidNode, state any) error {
+	if u.set {
+		return d.errAt(ErrMalformed, "uuid.UUID state set twice")
+	}
 	st, ok := state.(*dictNode)
 	if !ok || st.kind != kindDict {
 		return d.errAt(ErrMalformed, "uuid.UUID state is a %s, not a dict", pyTypeName(state))
 	}
 	found := false
-	for i, k := range st.keys {
-		switch k {
+	// The pairs are as written: a key set twice counts with its last value.
+	for _, p := range st.pairs {
+		switch p.Key {
 		case "int":
-			n, err := asBig(st.vals[i])
+			n, err := asBig(p.Value)
 			if err != nil || n.Sign() < 0 || n.BitLen() > 128 {
 				return d.errAt(ErrMalformed, "uuid.UUID int is not a 128-bit unsigned integer")
 			}
@@ -191,7 +243,7 @@ func (d *decoder) buildUUID(u *uuidNode, state any) error {
 			n.FillBytes(v[:])
 			u.val, found = v, true
 		case "is_safe":
-			switch x := st.vals[i].(type) {
+			switch x := p.Value.(type) {
 			case nil:
 			case int64:
 				if x != 0 && x != -1 {
@@ -226,6 +278,19 @@ func asBig(v any) (*big.Int, error) {
 	return nil, fmt.Errorf("expected an int, got %s", pyTypeName(v))
 }
 
+// asSmallBig is asBig for an argument that must fit bits bits (checked before any
+// arithmetic, so that an aliased huge int costs nothing).
+func asSmallBig(v any, bits int, what string) (*big.Int, error) {
+	n, err := asBig(v)
+	if err != nil {
+		return nil, err
+	}
+	if n.BitLen() > bits {
+		return nil, fmt.Errorf("%s out of range", what)
+	}
+	return n, nil
+}
+
 func asInt64(v any) (int64, error) {
 	n, err := asBig(v)
 	if err != nil {
@@ -245,6 +310,9 @@ func asFloat(v any) (float64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("expected a number, got %s", pyTypeName(v))
 	}
+	if n.BitLen() > 1024 {
+		return 0, errors.New("int too large to convert to float")
+	}
 	f, _ := new(big.Float).SetInt(n).Float64()
 	if math.IsInf(f, 0) {
 		return 0, errors.New("int too large to convert to float")
@@ -253,8 +321,9 @@ func asFloat(v any) (float64, error) {
 }
 
 // iterItems returns the items of an iterable argument (list, tuple, set, frozenset,
-// deque), snapshotted as a Python constructor would.
-func iterItems(v any) ([]any, error) {
+// deque), snapshotted as a Python constructor would (a charged copy; set and
+// frozenset items may still hold duplicates).
+func (d *decoder) iterItems(v any) ([]any, error) {
 	var items []any
 	switch x := v.(type) {
 	case *listNode:
@@ -266,11 +335,20 @@ func iterItems(v any) ([]any, error) {
 	case *frozenNode:
 		items = x.items
 	case *dequeNode:
+		x.trim(true)
 		items = x.items
 	default:
 		return nil, fmt.Errorf("expected a list or tuple, got %s", pyTypeName(v))
 	}
-	return append([]any{}, items...), nil
+	out, err := d.newItems(len(items))
+	if err != nil {
+		return nil, err
+	}
+	for i, e := range items {
+		ref(e)
+		out[i] = e
+	}
+	return out, nil
 }
 
 func nargs(args []any, lo, hi int) error {
@@ -318,8 +396,50 @@ func checkClock(h, mi, s, us int) error {
 	return nil
 }
 
-// construct calls a data type of the table on its arguments (in Go).
-func (d *decoder) construct(g *globalRef, args []any) (any, error) {
+// construct calls a data type of the table on its arguments (in Go), by family.
+// Each costs what it reads from its arguments (they may be shared values, met many
+// times): a copy or a parse of n bytes charges n bytes or more, and an argument
+// that could make it work more than linearly (a big int given to float(),
+// timedelta or Fraction) is bounded first.
+func (d *decoder) construct(g *globalRef, args []any) (v any, err error) {
+	switch g.entry {
+	case entComplex, entRange, entDecimal, entFraction:
+		v, err = d.constructNumber(g, args)
+	case entSet, entFrozenSet, entOrderedDict, entCounter, entDeque:
+		return d.constructCollection(g, args) // charged as built
+	case entBytes, entByteArray, entCodecsEncode, entGetattr:
+		v, err = d.constructBytes(g, args)
+	case entDate, entTime, entDateTime, entTimeDelta, entTimeZone, entZoneInfo, entZoneUnpickle:
+		v, err = constructTime(g, args)
+	case entPurePosixPath, entPosixPath, entPureWindowsPath, entWindowsPath:
+		v, err = d.constructPath(g, args)
+	case entIPv4Address, entIPv6Address, entIPv4Network, entIPv6Network, entIPv4Interface, entIPv6Interface:
+		v, err = constructIP(g, args)
+	case entUUID:
+		return nil, errors.New("uuid.UUID is built by NEWOBJ and BUILD")
+	default:
+		return nil, fmt.Errorf("internal: unknown entry %d", g.entry)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if _, isRef := v.(*globalRef); !isRef {
+		if err := d.charge(boxSize(v)); err != nil {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// maxFractionBits bounds a Fraction's numerator and denominator: reducing the
+// fraction (a GCD) is quadratic in their size.
+const maxFractionBits = 8192
+
+// maxDecimalIntBits bounds an int given to Decimal (CPython's str(int) limit of
+// 4300 digits): its decimal conversion is more than linear.
+const maxDecimalIntBits = 14300
+
+func (d *decoder) constructNumber(g *globalRef, args []any) (any, error) {
 	switch g.entry {
 	case entComplex:
 		if err := nargs(args, 0, 2); err != nil {
@@ -338,40 +458,6 @@ func (d *decoder) construct(g *globalRef, args []any) (any, error) {
 			}
 		}
 		return complex(re, im), nil
-	case entSet, entFrozenSet:
-		if err := nargs(args, 0, 1); err != nil {
-			return nil, err
-		}
-		var items []any
-		if len(args) == 1 {
-			var err error
-			if items, err = iterItems(args[0]); err != nil {
-				return nil, err
-			}
-		}
-		if g.entry == entSet {
-			return d.newSet(items)
-		}
-		return d.newFrozen(items)
-	case entBytes, entByteArray:
-		if err := nargs(args, 0, 1); err != nil {
-			return nil, err
-		}
-		b := []byte{}
-		if len(args) == 1 {
-			switch x := args[0].(type) {
-			case []byte:
-				b = append(b, x...)
-			case ByteArray:
-				b = append(b, x...)
-			default:
-				return nil, fmt.Errorf("expected bytes, got %s", pyTypeName(x))
-			}
-		}
-		if g.entry == entByteArray {
-			return ByteArray(b), nil
-		}
-		return b, nil
 	case entRange:
 		if err := nargs(args, 1, 3); err != nil {
 			return nil, err
@@ -394,29 +480,186 @@ func (d *decoder) construct(g *globalRef, args []any) (any, error) {
 			return nil, errors.New("range() arg 3 must not be zero")
 		}
 		return Range{v[0], v[1], v[2]}, nil
+	case entDecimal:
+		if err := nargs(args, 1, 1); err != nil {
+			return nil, err
+		}
+		switch x := args[0].(type) {
+		case string:
+			// The parse copies the digits.
+			if err := d.transient(allocSize(len(x))); err != nil {
+				return nil, err
+			}
+			p, err := parseDecimal(x)
+			if err != nil {
+				return nil, err
+			}
+			return Decimal(p.String()), nil
+		case int64, *big.Int:
+			n, err := asSmallBig(x, maxDecimalIntBits, "integer given to Decimal")
+			if err != nil {
+				return nil, err
+			}
+			return Decimal(n.String()), nil
+		}
+		return nil, fmt.Errorf("expected a str, got %s", pyTypeName(args[0]))
+	}
+	// Fraction
+	if err := nargs(args, 1, 2); err != nil {
+		return nil, err
+	}
+	num, err := asSmallBig(args[0], maxFractionBits, "Fraction numerator")
+	if err != nil {
+		return nil, err
+	}
+	den := big.NewInt(1)
+	if len(args) == 2 {
+		if den, err = asSmallBig(args[1], maxFractionBits, "Fraction denominator"); err != nil {
+			return nil, err
+		}
+	}
+	if den.Sign() == 0 {
+		return nil, errors.New("zero denominator")
+	}
+	return new(big.Rat).SetFrac(new(big.Int).Set(num), new(big.Int).Set(den)), nil
+}
+
+func (d *decoder) constructCollection(g *globalRef, args []any) (any, error) {
+	switch g.entry {
+	case entSet, entFrozenSet:
+		if err := nargs(args, 0, 1); err != nil {
+			return nil, err
+		}
+		var items []any
+		if len(args) == 1 {
+			var err error
+			if items, err = d.iterItems(args[0]); err != nil {
+				return nil, err
+			}
+			defer d.credit(allocSize(len(items) * ifaceSize))
+		}
+		if g.entry == entSet {
+			return d.newSet(items)
+		}
+		return d.newFrozen(items)
+	case entOrderedDict, entCounter:
+		if err := nargs(args, 0, 1); err != nil {
+			return nil, err
+		}
+		kind := kindOrderedDict
+		if g.entry == entCounter {
+			kind = kindCounter
+		}
+		if err := d.charge(sizeDict); err != nil {
+			return nil, err
+		}
+		n := &dictNode{finState: finState{off: int32(d.opPos), refs: 1, kind: kind}}
+		if len(args) == 1 {
+			src, ok := args[0].(*dictNode)
+			if !ok {
+				return nil, fmt.Errorf("expected a dict, got %s", pyTypeName(args[0]))
+			}
+			if len(src.pairs) > 0 {
+				ps, err := d.growPairs(nil, len(src.pairs))
+				if err != nil {
+					return nil, err
+				}
+				for _, p := range src.pairs {
+					ref(p.Key)
+					ref(p.Value)
+				}
+				n.pairs = append(ps, src.pairs...)
+			}
+		}
+		return n, nil
+	}
+	// deque
+	if err := nargs(args, 0, 2); err != nil {
+		return nil, err
+	}
+	if err := d.charge(sizeDeque); err != nil {
+		return nil, err
+	}
+	n := &dequeNode{finState: finState{off: int32(d.opPos), refs: 1}}
+	if len(args) == 2 && args[1] != nil {
+		m, err := asInt64(args[1])
+		if err != nil || m < 0 || m > math.MaxInt32 {
+			return nil, errors.New("maxlen must be a non-negative int")
+		}
+		n.maxLen = int(m)
+		n.flags |= flagBounded
+	}
+	if len(args) > 0 {
+		items, err := d.iterItems(args[0])
+		if err != nil {
+			return nil, err
+		}
+		n.items = items
+		n.trim(true)
+	}
+	return n, nil
+}
+
+func (d *decoder) constructBytes(g *globalRef, args []any) (any, error) {
+	switch g.entry {
+	case entBytes, entByteArray:
+		if err := nargs(args, 0, 1); err != nil {
+			return nil, err
+		}
+		var src []byte
+		if len(args) == 1 {
+			switch x := args[0].(type) {
+			case []byte:
+				src = x
+			case ByteArray:
+				src = x
+			default:
+				return nil, fmt.Errorf("expected bytes, got %s", pyTypeName(x))
+			}
+		}
+		b := make([]byte, len(src)) // charged by construct (boxSize)
+		copy(b, src)
+		if g.entry == entByteArray {
+			return ByteArray(b), nil
+		}
+		return b, nil
 	case entGetattr:
 		if len(args) == 2 {
 			if c, ok := args[0].(*globalRef); ok && c.entry == entZoneInfo && args[1] == "_unpickle" {
+				if err := d.charge(sizeGlobal); err != nil {
+					return nil, err
+				}
 				return &globalRef{module: "zoneinfo", name: "ZoneInfo._unpickle", entry: entZoneUnpickle}, nil
 			}
 		}
 		return nil, &forbiddenUse{`getattr(zoneinfo.ZoneInfo, "_unpickle")`}
-	case entCodecsEncode:
-		if len(args) != 2 || (args[1] != "latin1" && args[1] != "latin-1") {
-			return nil, &forbiddenUse{`encode(str, "latin1")`}
+	}
+	// _codecs.encode
+	if len(args) != 2 || (args[1] != "latin1" && args[1] != "latin-1") {
+		return nil, &forbiddenUse{`encode(str, "latin1")`}
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, &forbiddenUse{`encode(str, "latin1")`}
+	}
+	// At most len(s) bytes, charged before they are made (construct charges the
+	// value's exact size again).
+	if err := d.charge(allocSize(len(s))); err != nil {
+		return nil, err
+	}
+	defer d.credit(allocSize(len(s)))
+	b := make([]byte, 0, len(s))
+	for _, r := range s {
+		if r > 0xff { // a lone surrogate ranges as U+FFFD: refused too
+			return nil, errors.New("'latin-1' codec can't encode character")
 		}
-		s, ok := args[0].(string)
-		if !ok {
-			return nil, &forbiddenUse{`encode(str, "latin1")`}
-		}
-		b := make([]byte, 0, len(s))
-		for _, r := range s {
-			if r > 0xff { // a lone surrogate ranges as U+FFFD: refused too
-				return nil, errors.New("'latin-1' codec can't encode character")
-			}
-			b = append(b, byte(r))
-		}
-		return b, nil
+		b = append(b, byte(r))
+	}
+	return b, nil
+}
+
+func constructTime(g *globalRef, args []any) (any, error) {
+	switch g.entry {
 	case entDate:
 		if err := nargs(args, 1, 1); err != nil {
 			return nil, err
@@ -480,11 +723,13 @@ func (d *decoder) construct(g *globalRef, args []any) (any, error) {
 		if err := nargs(args, 0, 3); err != nil {
 			return nil, err
 		}
+		// timedelta's bounds (999999999 days) fit 128 bits in any unit; CPython
+		// pickles the normalised small ints.
 		var v [3]*big.Int
 		for i := range v {
 			v[i] = new(big.Int)
 			if i < len(args) {
-				n, err := asBig(args[i])
+				n, err := asSmallBig(args[i], 128, "timedelta argument")
 				if err != nil {
 					return nil, err
 				}
@@ -513,131 +758,76 @@ func (d *decoder) construct(g *globalRef, args []any) (any, error) {
 			tz.Name = name
 		}
 		return tz, nil
-	case entZoneInfo, entZoneUnpickle:
-		lo, hi := 1, 1
-		if g.entry == entZoneUnpickle {
-			lo, hi = 2, 2
-		}
-		if err := nargs(args, lo, hi); err != nil {
-			return nil, err
-		}
-		key, ok := args[0].(string)
-		if !ok {
-			return nil, errors.New("zone key must be a str")
-		}
-		return ZoneInfo{Key: key}, nil
-	case entDecimal:
-		if err := nargs(args, 1, 1); err != nil {
-			return nil, err
-		}
-		switch x := args[0].(type) {
-		case string:
-			p, err := parseDecimal(x)
-			if err != nil {
-				return nil, err
-			}
-			return Decimal(p.String()), nil
-		case int64, *big.Int:
-			n, _ := asBig(x)
-			return Decimal(n.String()), nil
-		}
-		return nil, fmt.Errorf("expected a str, got %s", pyTypeName(args[0]))
-	case entFraction:
-		if err := nargs(args, 1, 2); err != nil {
-			return nil, err
-		}
-		num, err := asBig(args[0])
-		if err != nil {
-			return nil, err
-		}
-		den := big.NewInt(1)
-		if len(args) == 2 {
-			if den, err = asBig(args[1]); err != nil {
-				return nil, err
-			}
-		}
-		if den.Sign() == 0 {
-			return nil, errors.New("zero denominator")
-		}
-		return new(big.Rat).SetFrac(new(big.Int).Set(num), new(big.Int).Set(den)), nil
-	case entPurePosixPath, entPosixPath, entPureWindowsPath, entWindowsPath:
-		segs := make([]string, len(args))
-		for i, a := range args {
-			s, ok := a.(string)
-			if !ok {
-				return nil, fmt.Errorf("path segment is a %s, not a str", pyTypeName(a))
-			}
-			segs[i] = s
-		}
-		f := PathFlavour(g.name)
-		if f.Windows() {
-			return Path{f, joinWindows(segs)}, nil
-		}
-		return Path{f, joinPosix(segs)}, nil
-	case entIPv4Address, entIPv6Address:
-		if err := nargs(args, 1, 1); err != nil {
-			return nil, err
-		}
-		return ipAddr(args[0], g.entry == entIPv4Address)
-	case entIPv4Network, entIPv6Network, entIPv4Interface, entIPv6Interface:
-		if err := nargs(args, 1, 1); err != nil {
-			return nil, err
-		}
-		s, ok := args[0].(string)
-		if !ok {
-			return nil, fmt.Errorf("expected a str, got %s", pyTypeName(args[0]))
-		}
-		v4 := g.entry == entIPv4Network || g.entry == entIPv4Interface
-		iface := g.entry == entIPv4Interface || g.entry == entIPv6Interface
-		return ipPrefix(s, v4, iface)
-	case entOrderedDict, entCounter:
-		if err := nargs(args, 0, 1); err != nil {
-			return nil, err
-		}
-		kind := kindOrderedDict
-		if g.entry == entCounter {
-			kind = kindCounter
-		}
-		n := &dictNode{finState: finState{off: d.opPos}, kind: kind}
-		if len(args) == 1 {
-			src, ok := args[0].(*dictNode)
-			if !ok {
-				return nil, fmt.Errorf("expected a dict, got %s", pyTypeName(args[0]))
-			}
-			for i := range src.keys {
-				if err := d.dictSet(n, src.keys[i], src.vals[i]); err != nil {
-					return nil, err
-				}
-			}
-		}
-		return n, nil
-	case entDeque:
-		if err := nargs(args, 0, 2); err != nil {
-			return nil, err
-		}
-		n := &dequeNode{finState: finState{off: d.opPos}, items: []any{}}
-		if len(args) == 2 && args[1] != nil {
-			m, err := asInt64(args[1])
-			if err != nil || m < 0 || m > math.MaxInt32 {
-				return nil, errors.New("maxlen must be a non-negative int")
-			}
-			n.maxLen, n.bounded = int(m), true
-		}
-		if len(args) > 0 {
-			items, err := iterItems(args[0])
-			if err != nil {
-				return nil, err
-			}
-			if n.bounded && len(items) > n.maxLen {
-				items = items[len(items)-n.maxLen:]
-			}
-			n.items = append(n.items, items...)
-		}
-		return n, nil
-	case entUUID:
-		return nil, errors.New("uuid.UUID is built by NEWOBJ and BUILD")
 	}
-	return nil, fmt.Errorf("internal: unknown entry %d", g.entry)
+	// ZoneInfo, ZoneInfo._unpickle
+	lo, hi := 1, 1
+	if g.entry == entZoneUnpickle {
+		lo, hi = 2, 2
+	}
+	if err := nargs(args, lo, hi); err != nil {
+		return nil, err
+	}
+	key, ok := args[0].(string)
+	if !ok {
+		return nil, errors.New("zone key must be a str")
+	}
+	return ZoneInfo{Key: key}, nil
+}
+
+func (d *decoder) constructPath(g *globalRef, args []any) (any, error) {
+	// Joining copies the segments and splits them at their separators: charged
+	// before, as the string and the slice of parts it makes.
+	total := 0
+	for _, a := range args {
+		s, ok := a.(string)
+		if !ok {
+			return nil, fmt.Errorf("path segment is a %s, not a str", pyTypeName(a))
+		}
+		total = satAdd(total, len(s)+1)
+	}
+	if total > d.o.MaxString {
+		return nil, d.budget("MaxString", "path of more than %d bytes", d.o.MaxString)
+	}
+	parts := 0
+	for _, a := range args {
+		parts += strings.Count(a.(string), "/") + strings.Count(a.(string), `\`) + 1
+	}
+	if err := d.transient(2*allocSize(total) + allocSize(strBox*parts)); err != nil {
+		return nil, err
+	}
+	segs := make([]string, len(args))
+	for i, a := range args {
+		segs[i] = a.(string)
+	}
+	f := PathFlavour(g.name)
+	if f.Windows() {
+		return Path{f, joinWindows(segs)}, nil
+	}
+	return Path{f, joinPosix(segs)}, nil
+}
+
+// maxIPText bounds an address, network or interface given as text (the longest
+// valid one, an IPv6 interface with a zone, is far shorter).
+const maxIPText = 128
+
+func constructIP(g *globalRef, args []any) (any, error) {
+	if err := nargs(args, 1, 1); err != nil {
+		return nil, err
+	}
+	if s, ok := args[0].(string); ok && len(s) > maxIPText {
+		return nil, fmt.Errorf("%.40q... (%d bytes) is not an IP address", s, len(s))
+	}
+	switch g.entry {
+	case entIPv4Address, entIPv6Address:
+		return ipAddr(args[0], g.entry == entIPv4Address)
+	}
+	s, ok := args[0].(string)
+	if !ok {
+		return nil, fmt.Errorf("expected a str, got %s", pyTypeName(args[0]))
+	}
+	v4 := g.entry == entIPv4Network || g.entry == entIPv4Interface
+	iface := g.entry == entIPv4Interface || g.entry == entIPv6Interface
+	return ipPrefix(s, v4, iface)
 }
 
 var (
