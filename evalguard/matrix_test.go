@@ -159,7 +159,7 @@ var attackMatrix = []matrixCase{
 	caseOf("match_mapping_dotted_key", "eval-syntax=Match, match_case, MatchMapping, MatchAs, assign\neval-attribute=k", "match d:\n case {o.k: v}:\n  r = v", "exec", "{'d': {1: 2}, 'o': type('K', (), {'k': 1})}", value("{'v': 2, 'r': 2}")),
 	caseOf("star_import", "eval-syntax=import\neval-import=json", "from json import *", "exec", "", rejected("import", "*")),
 	caseOf("relative_import", "eval-syntax=import\neval-import=json", "from . import json", "exec", "", rejected("import", ".")),
-	caseOf("submodule_through_fromlist", "eval-syntax=import\neval-import=xml", "from xml import dom", "exec", "", denied("import", "xml.dom")),
+	caseOf("submodule_through_fromlist", "eval-syntax=import\neval-import=xml\neval-attribute=dom", "from xml import dom", "exec", "", denied("import", "xml.dom")),
 	caseOf("import_granted", "eval-syntax=import, assign\neval-import=json\neval-attribute=dumps", "import json\nx = json.dumps([1])", "exec", "", value("{'x': '[1]'}")),
 	caseOf("attribute_store", "eval-syntax=assign", "o.x = 1", "exec", "{'o': O()}", rejected("attribute", "x")),
 	caseOf("undeclared_builtin", declared, "len([1])", "", "", rejected("call", "len")),
