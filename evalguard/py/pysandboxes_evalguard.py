@@ -48,6 +48,7 @@ VERSION = 1
 _B = sys.modules['builtins']
 _RAW = dict(_B.__dict__)
 _compile = _RAW['compile']
+_getframe = sys._getframe
 _eval = _RAW['eval']
 _exec = _RAW['exec']
 _getattr = _RAW['getattr']
@@ -811,8 +812,14 @@ class _Checker:
             if node.rest is not None:
                 self.ident(node.rest)
         elif cls is _ast.MatchClass:
-            for a in node.kwd_attrs:
+            for a, sub in zip(node.kwd_attrs, node.kwd_patterns):
                 self.attr(a)
+                cap = _capture(sub)
+                if cap is not None:
+                    self.add('syntax', 'MatchClass', "the keyword sub-pattern %s=... binds '%s' to the attribute as "
+                             "CPython reads it, around the runtime gate (a module or a helper would come through "
+                             "unchecked): compare the attribute with a value in the pattern, or read it with "
+                             "getattr() in the case body" % (a, cap))
             if node.patterns and not (_type(node.cls) is _ast.Name and node.cls.id in _SELF_MATCH):
                 self.add('syntax', 'MatchClass', "a class pattern with positional sub-patterns reads the attributes "
                          "named by the class's __match_args__, which the guard cannot check: use keyword "
@@ -834,6 +841,25 @@ class _Checker:
                        "passing the few functions needed through the namespace" % root)
         self.add('import', mod, "importing '%s' is not allowed by eval-import%s" % (mod, why),
                  self.P.rule('eval-import', mod), warning, at=at)
+
+
+def _capture(pattern):
+    """The first name a match pattern binds, else None."""
+    stack = [pattern]
+    while stack:
+        p = stack.pop()
+        t = _type(p)
+        if (t is _ast.MatchAs or t is _ast.MatchStar) and p.name is not None:
+            return p.name
+        if t is _ast.MatchMapping and p.rest is not None:
+            return p.rest
+        for f in p._fields:
+            v = _getattr(p, f, None)
+            if _type(v) is list:
+                stack.extend(x for x in v if _isinstance(x, _ast.pattern))
+            elif _isinstance(v, _ast.pattern):
+                stack.append(v)
+    return None
 
 
 def _template_attrs(tpl, depth=2):
@@ -1100,6 +1126,27 @@ def _current():
     return s[-1] if s else None
 
 
+def _state_here():
+    """The evaluation the running code belongs to: the one current on this
+    thread, else the one whose code is on the stack (a function evaluated code
+    defined, run on another thread: its globals hold the state's helpers), as
+    long as it runs (an evaluation, or one of its functions)."""
+    st = _current()
+    if st is not None:
+        return st
+    f = _getframe(1)
+    n = 0
+    while f is not None and n < 100:
+        h = f.f_globals.get('__sb_tick__')
+        if _type(h) is _METHOD:
+            st = h.__self__
+            if _type(st) is _State and (st.active or st.depth):
+                return st
+        f = f.f_back
+        n += 1
+    return None
+
+
 def _push(st):
     s = _getattr(_TLS, 'stack', None)
     if s is None:
@@ -1285,9 +1332,10 @@ class _State:
 
     async def aiter(self, it):
         tick = self.tick
+        value = self.value
         async for x in it:
             tick()
-            yield x
+            yield x if _type(x) in _PLAIN else value(x)
 
     def func(self, fn):
         enter = self.enter
@@ -1331,7 +1379,8 @@ class _State:
                 id(cur) in self.supplied_ids():
             raise self.denied('an object the application supplied', '', 'write',
                               "evaluated code cannot write into an object the application supplied: '%s' would "
-                              "change it in place (build a new one instead: x = x %s y)" % (op, op[:-1]))
+                              "change it in place (no eval- rule grants it): build a new one instead, x = x %s y"
+                              % (op, op[:-1]))
         return fn(cur, v)
 
     def charge(self, op, l, r):
@@ -1379,8 +1428,8 @@ class _State:
     def writable(self, c):
         if id(c) in self.supplied_ids():
             raise self.denied('an object the application supplied', '', 'write',
-                              'evaluated code cannot write into an object the application supplied '
-                              '(build a new one instead)')
+                              'evaluated code cannot write into an object the application supplied (no eval- rule '
+                              'grants it): build a new one instead')
         return c
 
     # -- names
@@ -1820,7 +1869,7 @@ class _State:
             'getattr': self.s_getattr, 'hasattr': self.s_hasattr, 'vars': self.s_vars, 'setattr': self.s_setattr,
             'delattr': self.s_delattr, 'type': self.s_type, 'dir': self.s_dir, 'globals': self.s_globals,
             'locals': self.s_locals, 'breakpoint': self.s_breakpoint, 'pow': self.s_pow, 'format': self.s_format,
-            'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile,
+            'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile, 'help': self.s_help,
         }
         b = {}
         for name in P.builtin_names:
@@ -1881,7 +1930,11 @@ class _State:
             return sup
         stack = []
         for src in self.sources[self.walked:]:
-            stack.extend(v for k, v in src.items()
+            try:
+                items = list(src.items())
+            except Exception:
+                items = []  # a mapping evaluated code passed as locals
+            stack.extend(v for k, v in items
                          if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)))
         self.walked = _len(self.sources)
         budget = 200000
@@ -1998,6 +2051,10 @@ class _State:
     def s_breakpoint(self, *a, **k):
         raise self.denied('breakpoint', 'eval-call', 'call', "breakpoint() is denied by the eval guard (no eval- "
                           "rule grants it).")
+
+    def s_help(self, *a, **k):
+        raise self.denied('help', 'eval-call', 'call', "help() is denied by the eval guard: it resolves dotted names "
+                          "from strings and imports modules by name, around eval-import (no eval- rule grants it).")
 
     def s_pow(self, base, exp, mod=None):
         if mod is None:
@@ -2184,6 +2241,10 @@ _MEMBERS = 'it reads every attribute of an object around the attribute gate (use
 _FRAMES = 'it captures frames (frame capture is always refused)'
 _CODE_FACTORY = 'it builds code objects or functions from raw parts, around the rewrite and the budgets'
 
+_OPERATOR_SPECS = tuple([('attrgetter', 'g_attrgetter'), ('methodcaller', 'g_methodcaller'), ('setitem', 'g_store'),
+                         ('delitem', 'g_store')]
+                        + [(f, 'g_inplace') for f in _INPLACE_FUNCS] + [(f, 'g_arith') for f in _ARITH_FUNCS])
+
 # The helpers that resolve attribute names, module names or source text from
 # strings, by module: (attribute path, treatment). A treatment 'g_<x>' names the
 # _State method returning the guarded form; any other text is the reason the
@@ -2195,10 +2256,10 @@ _CODE_FACTORY = 'it builds code objects or functions from raw parts, around the 
 # string types (patched), annotations (__sb_annot__).
 _HELPER_SPECS = {
     'builtins': (('type', 'g_type'),),
-    'operator': tuple([('attrgetter', 'g_attrgetter'), ('methodcaller', 'g_methodcaller'),
-                       ('setitem', 'g_store'), ('delitem', 'g_store')]
-                      + [(f, 'g_inplace') for f in _INPLACE_FUNCS] + [(f, 'g_arith') for f in _ARITH_FUNCS]),
+    '_operator': _OPERATOR_SPECS,
+    'operator': _OPERATOR_SPECS,
     'pickle': tuple((f, _UNPICKLE) for f in ('loads', 'load', 'Unpickler', '_loads', '_load', '_Unpickler')),
+    '_pickle': tuple((f, _UNPICKLE) for f in ('loads', 'load', 'Unpickler')),
     'copyreg': tuple((f, _COPYREG) for f in ('pickle', 'constructor', 'add_extension', 'remove_extension',
                                               'clear_extension_cache')),
     'inspect': (('getattr_static', 'g_getattr_static'), ('unwrap', 'g_unwrap'), ('signature', 'g_no_eval_str'),
@@ -2301,7 +2362,7 @@ class _FromList:
 # ---------------------------------------------------------------- process-wide patches
 
 def _patch_formatter(F):
-    """string.Formatter checks, while an evaluation runs on the current thread,
+    """string.Formatter checks, while an evaluation runs (see _state_here),
     every field get_field resolves (its attribute components pass the attribute
     gate) and every spec format_field applies (charged to eval-max-alloc).
     Process-wide, once. Returns True when the class was patched already."""
@@ -2311,7 +2372,7 @@ def _patch_formatter(F):
     orig = cur
 
     def get_field(self, field_name, args, kwargs):
-        st = _current()
+        st = _state_here()
         if st is not None:
             first, rest = _string.formatter_field_name_split(field_name)
             for is_attr, n in rest:
@@ -2323,7 +2384,7 @@ def _patch_formatter(F):
     ff = F.__dict__.get('format_field')
     if ff is not None:
         def format_field(self, value, format_spec):
-            st = _current()
+            st = _state_here()
             if st is not None and _type(format_spec) is str and format_spec:
                 st.alloc('a format spec', _spec_size(format_spec))
             return ff(self, value, format_spec)
@@ -2341,7 +2402,7 @@ def _patch_string(m):
 
 def _patch_logging(m):
     """logging's '{' style formats records with str.format: a template made
-    while an evaluation runs on the current thread is checked field by field
+    while an evaluation runs (see _state_here) is checked field by field
     when the style is built (its template never changes afterwards)."""
     S = _MOD_DICT(m).get('StrFormatStyle')
     if not _isinstance(S, type) or _getattr(S.__dict__.get('__init__'), '_sb_guarded', False):
@@ -2350,7 +2411,7 @@ def _patch_logging(m):
 
     def __init__(self, *a, **k):
         orig(self, *a, **k)
-        st = _current()
+        st = _state_here()
         if st is not None and not st.importing:
             st.check_template(self._fmt)
     __init__._sb_guarded = True
@@ -2360,14 +2421,14 @@ def _patch_logging(m):
 def _patch_typing(m):
     """A string type (typing.ForwardRef, made from a str by List['x'] and the
     like) is evaluated later by typing with the raw eval: none may be made while
-    an evaluation runs on the current thread (imports it asks for aside)."""
+    an evaluation runs (see _state_here; imports it asks for aside)."""
     FR = _MOD_DICT(m).get('ForwardRef')
     if not _isinstance(FR, type) or _getattr(FR.__dict__.get('__init__'), '_sb_guarded', False):
         return
     orig = FR.__init__
 
     def __init__(self, *a, **k):
-        st = _current()
+        st = _state_here()
         if st is not None and not st.importing:
             raise st.denied('typing.ForwardRef', '', 'helper', "a string type (typing.ForwardRef) is denied by the "
                             "eval guard: typing evaluates it with the raw eval, outside the guard (no eval- rule "
