@@ -290,3 +290,77 @@ func TestGuardFromFirstCall(t *testing.T) {
 		})
 	}
 }
+
+// TestRuntimeFixLines: the rule line a refusal carries, static or at run time,
+// is the one that lifts it: pasting each one in turn into the policy makes the
+// payload run to its value (modules reached through another module, through
+// sys.modules or __import__, names resolved by a helper from strings).
+func TestRuntimeFixLines(t *testing.T) {
+	type fixCase struct {
+		id, rules, src, want string
+		pasted               []string
+	}
+	cases := []*fixCase{
+		{id: "module through from-import", rules: imp + "eval-import=json", src: "from json import codecs\nx = codecs.encode('a', 'rot13')", want: "{'x': 'n'}"},
+		{id: "module through sys.modules", rules: imp + "eval-import=sys", src: "import sys\nx = sys.modules['string'].capwords('a b')", want: "{'x': 'A B'}"},
+		{id: "private module name", rules: imp + "eval-import=random", src: "from random import _os\nx = _os.sep", want: "{'x': '/'}"},
+		{id: "dunder import", rules: "eval-syntax=assign\neval-call=__import__", src: "x = __import__('json').dumps(1)", want: "{'x': '1'}"},
+		{id: "attrgetter", rules: imp + "eval-import=operator", src: "import operator\nx = operator.attrgetter('__doc__')(d)[:5]", want: "{'x': 'Built'}"},
+		{id: "object.__getattribute__", rules: "eval-call=object", src: "x = object.__getattribute__(3, 'real')", want: "{'x': 3}"},
+		{id: "augmented own list", rules: declared, src: "b = list(d)\nb += [2]", want: "{'b': [1, 2]}"},
+	}
+	pending := cases
+	for round := 0; len(pending) > 0; round++ {
+		if round == 6 {
+			for _, c := range pending {
+				t.Errorf("%s: still refused after pasting %q", c.id, c.pasted)
+			}
+			return
+		}
+		var run []runCase
+		for _, c := range pending {
+			run = append(run, runCase{ID: c.id, Profile: profileOf(t, c.rules, "").Python(), Src: c.src, Mode: "exec", Names: "{'d': [1]}"})
+		}
+		got := runAll(t, run)
+		var next []*fixCase
+		for _, c := range pending {
+			r := got[c.id]
+			var fixes []string
+			switch r.Outcome {
+			case "value":
+				if r.Value != c.want {
+					t.Errorf("%s: value %s, want %s", c.id, r.Value, c.want)
+				}
+				continue
+			case "rejected":
+				for _, v := range r.Violations {
+					fixes = append(fixes, pasteable(v.Fix))
+				}
+			case "denied":
+				fixes = []string{r.Fix}
+			default:
+				t.Errorf("%s: %+v", c.id, r)
+				continue
+			}
+			for _, f := range fixes {
+				if f == "" {
+					t.Errorf("%s: a refusal with no fix: %s", c.id, r.Message)
+					fixes = nil
+					break
+				}
+			}
+			if fixes == nil {
+				continue
+			}
+			for _, f := range fixes {
+				c.rules = paste(c.rules, f)
+				c.pasted = append(c.pasted, f)
+			}
+			next = append(next, c)
+		}
+		pending = next
+	}
+	for _, c := range cases {
+		t.Logf("%s: %q", c.id, c.pasted)
+	}
+}
