@@ -3,10 +3,20 @@ an eval profile (the eval-* rules of a .py-sandboxes file).
 
 Each source is (1) parsed by CPython's own parser, (2) validated against the
 profile's sub-language (every violation is collected into one report, each with
-a paste-ready rule line), (3) rewritten so that attribute reads, allocating
-operators, loops, comprehensions, calls and function definitions go through
-runtime helpers that gate names and charge budgets, and (4) run in a namespace
-built from the profile.
+a paste-ready rule line), (3) rewritten so that attribute reads, calls,
+subscripts, allocating operators, augmented assignments, loops, comprehensions,
+annotations and function definitions go through runtime helpers that gate names
+and values and charge budgets, and (4) run in a namespace built from the profile.
+
+The runtime gates: every attribute name (whatever reads it: o.n, getattr, a
+template field, a from-import, a helper resolving names from strings) passes the
+attribute gate (_State.gate); every module reached by any route passes the
+module gate (_State.module: eval-import, or supplied by the application; some
+modules never); what calls, subscripts and comprehensions hand to the code
+passes the value gate (_State.value), which also swaps the helpers that resolve
+names or source from strings for gated forms or refuses them (_HELPER_SPECS,
+_PATCHES); nothing the application supplied is written into (_State.writable,
+_State.augop).
 
 Public API (standard library only, Python >= 3.11):
 
@@ -2595,7 +2605,9 @@ def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
 
     The namespace holds __builtins__ built from eval-call (with guarded shims),
     the helpers, and names (the caller's data: evaluated code cannot write into
-    it, or into the containers it holds, through subscripts). Under
+    it, or into the containers it holds, through subscripts, augmented
+    assignment or operator's setitem and in-place functions; a module it holds
+    may be used as given). Under
     eval-namespace=closed names may not hold __builtins__; under adaptive a
     __builtins__ in names is honoured as given; under caller the source runs with
     the raw builtins, unchecked and without budgets (debugging only).
