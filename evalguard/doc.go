@@ -125,10 +125,14 @@
 //     while an evaluation runs, and a string annotation is refused: typing
 //     evaluates them with the raw eval.
 //   - pkgutil.resolve_name, help(), types.FunctionType and types.CodeType (also
-//     reached as type(f)): refused.
+//     reached as type(f)): refused; importlib.reload too (it runs a module's code
+//     again in place).
 //   - class patterns: a keyword sub-pattern (case C(attr=p)) may compare the
 //     attribute, never bind it (CPython reads it around the runtime gate).
 //
+// Helpers are recognised by identity and by their module and qualified name, and
+// the hooks are installed on each module object the first time the guard sees it,
+// so a module imported anew (after a change to sys.modules) is treated the same.
 // The process-wide hooks (string.Formatter, logging, typing) find the evaluation
 // on the current thread, or from evaluated code on the stack: a function evaluated
 // code defines stays checked on any thread.

@@ -273,10 +273,28 @@ var firstCalls = []matrixCase{
 		denied("helper", "typing.ForwardRef")),
 	caseOf("first_get_field_data", imp+"eval-import=string\neval-attribute=Formatter, get_field, real",
 		"import string\nx = string.Formatter().get_field('0.real', (5,), {})", "exec", "", value("{'x': (5, 0)}")),
+
+	// A module imported anew is another object: its helpers and patches are in
+	// place before the code can use them; reload (same object, new code) is
+	// refused.
+	caseOf("reimported_inspect", reimport+"eval-import=sys, inspect\neval-attribute=modules, getmembers",
+		"import sys, inspect\nm = sys.modules\ndel m['inspect']\nimport inspect\nx = inspect.getmembers(())", "exec", "", denied("helper", "inspect.getmembers")),
+	caseOf("reimported_classmethod_helper", reimport+"eval-import=sys, inspect\neval-attribute=modules, Signature, from_callable",
+		"import sys, inspect\nm = sys.modules\ndel m['inspect']\nimport inspect\nx = inspect.Signature.from_callable(f, eval_str=True)", "exec", "{'f': len}",
+		denied("helper", "inspect.Signature.from_callable")),
+	caseOf("reimported_logging", reimport+"eval-import=sys, logging\neval-attribute=modules, Formatter",
+		"import sys, logging\nm = sys.modules\ndel m['logging']\nimport logging\nf = logging.Formatter('{msg.__class__}', style='{')", "exec", "", denied("format", "__class__")),
+	caseOf("reimported_string", reimport+"eval-import=sys, string\neval-attribute=modules, Formatter, get_field",
+		"import sys, string\nm = sys.modules\ndel m['string']\nimport string\nx = string.Formatter().get_field('0.__class__', ((),), {})", "exec", "", denied("format", "__class__")),
+	caseOf("reload_refused", imp+"eval-import=importlib, inspect\neval-attribute=reload", "import importlib, inspect\ninspect = importlib.reload(inspect)", "exec", "",
+		denied("helper", "importlib.reload").withFix(noFix)),
 }
 
+// reimport: the syntax the re-import cases need.
+const reimport = "eval-syntax=import, assign, subscript, Delete\n"
+
 // TestGuardFromFirstCall: each case runs in its own fresh interpreter (see
-// firstCalls).
+// firstCalls), the re-import cases too (they rewrite sys.modules).
 func TestGuardFromFirstCall(t *testing.T) {
 	needPython(t)
 	for _, c := range firstCalls {

@@ -85,7 +85,10 @@ class _Probe:
 
 
 _METHOD = type(_Probe().m)
+_FUNCTION = type(_Probe.m)
 del _Probe
+# The values the value gate recognises by their names as well as by identity.
+_NAMED_TYPES = frozenset((_FUNCTION, _BUILTIN_METHOD))
 # Types augmented assignment never changes in place.
 _IMMUTABLE = frozenset((int, float, complex, str, bytes, bool, tuple, frozenset, type(None), range))
 # Values the value gate lets through at once: they hold no module, helper or
@@ -1551,21 +1554,22 @@ class _State:
             return self.module(v, via)
         if _len(sys.modules) != _SEEN[0]:
             _refresh()
-        h = _HELPERS.get(id(v))
-        if h is None:
-            if t is not _METHOD:
+        f = v.__func__ if t is _METHOD else v
+        h = _HELPERS.get(id(f))
+        if h is not None and h[0] is f:
+            how, what = h[1], h[2]
+        else:
+            if _type(f) not in _NAMED_TYPES and not _isinstance(f, type):
                 return v
-            f = v.__func__
-            h = _HELPERS.get(id(f))
-            if h is None or h[0] is not f:
+            k = _names_of(f)
+            h = _HELPER_NAMES.get(k) if k is not None else None
+            if h is None:
                 return v
-        elif h[0] is not v:
-            return v
-        how = h[1]
+            how, what = h
         if not how.startswith('g_'):
-            raise self.denied(h[2], '', 'helper', "'%s' is denied by the eval guard: %s (no eval- rule grants it)."
-                              % (h[2], how))
-        return _getattr(self, how)(v, h[2])
+            raise self.denied(what, '', 'helper', "'%s' is denied by the eval guard: %s (no eval- rule grants it)."
+                              % (what, how))
+        return _getattr(self, how)(v, what)
 
     def module(self, m, via=None):
         """The module gate: m passes when eval-import allows its name (or the
@@ -1575,6 +1579,8 @@ class _State:
         if i in self.mods_ok:
             return m
         name = _module_name(m)
+        if i not in _SIGHTED and name in _WATCHED_SET:
+            _sight(m, name)
         names = [name] if name is not None else []
         if via is not None and via != name and sys.modules.get(via) is m:
             names.append(via)
@@ -2139,6 +2145,9 @@ class _State:
         finally:
             self.importing -= 1
             _refresh()
+            m = sys.modules.get(name)
+            if m is not None and id(m) not in _SIGHTED and name in _WATCHED_SET:
+                _sight(m, name)
 
     def s_eval(self, source, globals=None, locals=None):
         return self.nested('eval', source, globals, locals)
@@ -2282,12 +2291,14 @@ _HELPER_SPECS = {
     'dataclasses': (('asdict', 'g_fields'), ('astuple', 'g_fields'), ('replace', 'g_fields'),
                     ('make_dataclass', 'g_make_dataclass')),
     'pkgutil': (('resolve_name', 'it resolves a dotted name from a string to any object'),),
+    'importlib': (('reload', "it runs a module's code again, in place"),),
     'types': (('FunctionType', _CODE_FACTORY), ('CodeType', _CODE_FACTORY)),
 }
 
-_HELPERS = {}      # id(helper) -> (helper, treatment, qualified name)
-_RESOLVED = set()  # modules whose helpers are registered and patches installed
-_SEEN = [-1]       # len(sys.modules) at the last complete refresh
+_HELPERS = {}       # id(helper) -> (helper, treatment, qualified name)
+_HELPER_NAMES = {}  # (__module__, __qualname__) of a helper -> (treatment, qualified name)
+_SIGHTED = {}       # id(module) -> module: the module objects whose helpers and patches are in place
+_SEEN = [-1]        # len(sys.modules) at the last complete refresh
 
 
 def _module_name(m):
@@ -2298,22 +2309,58 @@ def _module_name(m):
     return n if _type(n) is str else None
 
 
+def _names_of(o):
+    """(__module__, __qualname__) of a function or a class, else None: a helper
+    made again (its module imported anew) keeps them."""
+    try:
+        mod = _getattr(o, '__module__', None)
+        qn = _getattr(o, '__qualname__', None)
+    except Exception:
+        return None
+    if _type(mod) is str and _type(qn) is str:
+        return (mod, qn)
+    return None
+
+
+def _sight(m, name):
+    """Register the helpers and install the patches of the watched module m (a
+    module object seen for the first time: a module imported anew is another
+    object)."""
+    _SIGHTED[id(m)] = m
+    for path, how in _HELPER_SPECS.get(name, ()):
+        o = m
+        for part in path.split('.'):
+            o = _getattr(o, part, None)
+            if o is None:
+                break
+        if o is None:
+            continue
+        if _type(o) is _METHOD:
+            o = o.__func__  # a classmethod: known by its function
+        q = name + '.' + path
+        _HELPERS[id(o)] = (o, how, q)
+        k = _names_of(o)
+        if k is not None:
+            _HELPER_NAMES[k] = (how, q)
+    patch = _PATCHES.get(name)
+    if patch is not None:
+        patch(m)
+
+
 def _refresh():
     """Register the helpers and install the patches of every watched module
     loaded since the last call. Cheap when sys.modules has not grown; it runs
     before evaluated code can fetch anything from a newly loaded module (an
     attribute read, an import, the value gate), so a patch holds from the first
-    call."""
+    call; the module gate does the same for a module it sees for the first time."""
     mods = sys.modules
     n = _len(mods)
     if n == _SEEN[0]:
         return
     complete = True
-    for mod in _WATCHED:
-        if mod in _RESOLVED:
-            continue
-        m = mods.get(mod)
-        if m is None:
+    for name in _WATCHED:
+        m = mods.get(name)
+        if m is None or id(m) in _SIGHTED:
             continue
         try:
             d = _MOD_DICT(m)
@@ -2322,21 +2369,7 @@ def _refresh():
         if _getattr(d.get('__spec__'), '_initializing', False):
             complete = False  # being imported (by another thread): next time
             continue
-        _RESOLVED.add(mod)
-        for path, how in _HELPER_SPECS.get(mod, ()):
-            o = m
-            for part in path.split('.'):
-                o = _getattr(o, part, None)
-                if o is None:
-                    break
-            if o is None:
-                continue
-            if _type(o) is _METHOD:
-                o = o.__func__  # a classmethod: known by its function
-            _HELPERS[id(o)] = (o, how, mod + '.' + path)
-        patch = _PATCHES.get(mod)
-        if patch is not None:
-            patch(m)
+        _sight(m, name)
     if complete:
         _SEEN[0] = n
 
@@ -2451,6 +2484,7 @@ def _patch_typing(m):
 _PATCHES = {'string': _patch_string, 'logging': _patch_logging, 'typing': _patch_typing,
             'annotationlib': _patch_typing}
 _WATCHED = tuple(sorted(set(_HELPER_SPECS) | set(_PATCHES)))
+_WATCHED_SET = frozenset(_WATCHED)
 
 
 def _make_user_import():
