@@ -89,9 +89,11 @@
 //     fetch anything from it, so the guard holds from the first call: each field
 //     passes the gate, each spec is charged to eval-max-alloc. Its methods carry
 //     the evaluation to the threads they are handed to.
-//   - logging's '{' style (logging.Formatter(fmt, style='{'), StrFormatStyle): a
-//     template built by evaluated code is checked field by field. The '%' and
-//     '$' styles and a LogRecord's %-formatting read a mapping: data.
+//   - logging's '{' style (logging.Formatter(fmt, style='{'), StrFormatStyle):
+//     while an evaluation runs, the template is checked field by field when the
+//     style is built and when it formats; the methods of logging's formatters and
+//     styles carry the evaluation to other threads. The '%' and '$' styles and a
+//     LogRecord's %-formatting read a mapping: data.
 //   - operator.attrgetter, operator.methodcaller: gated; each dotted part passes
 //     the gate when the getter is built and is read through it when called.
 //     operator.itemgetter and getitem are data, like a subscript (the value gate

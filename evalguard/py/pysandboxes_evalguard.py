@@ -1503,14 +1503,16 @@ class _State:
                 return self.unbound_alloc(o, n, v)
         elif n in _GETATTR_NAMES and callable(v):
             return self.g_getattribute(v)
-        sm = sys.modules.get('string')
-        if sm is not None:
-            F = _getattr(sm, 'Formatter', None)
-            if _isinstance(F, type) and (_isinstance(o, F) or (_isinstance(o, type) and issubclass(o, F))) and \
-                    callable(v):
-                if not _patch_formatter(F):
-                    v = _getattr(o, n)  # fetched before the patch: fetch it again
-                return self.carry(v)
+        if callable(v):
+            # The methods of the patched formatters carry the evaluation to any
+            # thread they are handed to.
+            for mod, cls in _CARRIED:
+                m = sys.modules.get(mod)
+                C = _getattr(m, cls, None) if m is not None else None
+                if _isinstance(C, type) and (_isinstance(o, C) or (_isinstance(o, type) and issubclass(o, C))):
+                    if mod == 'string' and not _patch_formatter(C):
+                        v = _getattr(o, n)  # fetched before the patch: fetch it again
+                    return self.carry(v)
         return self.value(v, o, n)
 
     def dict_copy(self, o, d):
@@ -2444,9 +2446,10 @@ def _patch_string(m):
 
 
 def _patch_logging(m):
-    """logging's '{' style formats records with str.format: a template made
-    while an evaluation runs (see _state_here) is checked field by field
-    when the style is built (its template never changes afterwards)."""
+    """logging's '{' style formats records with str.format: while an
+    evaluation runs (see _state_here) its template is checked field by field
+    when the style is built and when it formats (a formatter built elsewhere,
+    on a thread of the application, is checked when the evaluation uses it)."""
     S = _MOD_DICT(m).get('StrFormatStyle')
     if not _isinstance(S, type) or _getattr(S.__dict__.get('__init__'), '_sb_guarded', False):
         return
@@ -2459,6 +2462,14 @@ def _patch_logging(m):
             st.check_template(self._fmt)
     __init__._sb_guarded = True
     S.__init__ = __init__
+    fmt = S.__dict__.get('_format')
+    if fmt is not None:
+        def _format(self, record):
+            st = _state_here()
+            if st is not None and not st.importing:
+                st.check_template(self._fmt)
+            return fmt(self, record)
+        S._format = _format
 
 
 def _patch_typing(m):
@@ -2481,6 +2492,8 @@ def _patch_typing(m):
     FR.__init__ = __init__
 
 
+# The classes whose methods carry the evaluation (see _State.post).
+_CARRIED = (('string', 'Formatter'), ('logging', 'Formatter'), ('logging', 'PercentStyle'))
 _PATCHES = {'string': _patch_string, 'logging': _patch_logging, 'typing': _patch_typing,
             'annotationlib': _patch_typing}
 _WATCHED = tuple(sorted(set(_HELPER_SPECS) | set(_PATCHES)))
