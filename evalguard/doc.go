@@ -67,10 +67,13 @@
 // tuples, sets and dicts hold): not by a subscript store or delete, not by an
 // augmented assignment that would change it in place (its type defines the
 // in-place operator), whatever the operator and the target (`b = rows; b += [1]`
-// like `rows[0] += 1` and `x['k'] += [1]`), not by operator.setitem, delitem or
-// the operator.i* functions. An augmented assignment is charged to eval-max-alloc
-// like its operator, whatever its target; an attribute target is refused
-// statically, like every attribute store.
+// like `rows[0] += 1` and `x['k'] += [1]`), not by a method that changes a
+// built-in container in place (`b.extend(...)`, `list.append(rows, x)`,
+// `d.pop(k)`, a deque's appendleft; bound, unbound or through
+// operator.methodcaller), not by operator.setitem, delitem or the operator.i*
+// functions. Its own copies (list(rows)) are its to change. An augmented
+// assignment is charged to eval-max-alloc like its operator, whatever its target;
+// an attribute target is refused statically, like every attribute store.
 //
 // # Helpers that resolve names from strings
 //

@@ -159,8 +159,9 @@ type DeniedError struct {
 	//	          what a call returns, sys.modules...) that eval-import does not
 	//	          allow (Rule "eval-import"), or that no rule grants (Rule "")
 	//	"write"   a write into an object the application supplied: a subscript
-	//	          store or delete, an augmented assignment that would change it in
-	//	          place, operator.setitem and the like (no rule allows it)
+	//	          store or delete, an augmented assignment or a container method
+	//	          that would change it in place, operator.setitem and the like (no
+	//	          rule allows it)
 	//	"helper"  a helper that resolves names or source from strings and that no
 	//	          rule allows (pickle.loads, inspect.getmembers, typing's string
 	//	          types, a string annotation, types.FunctionType...)

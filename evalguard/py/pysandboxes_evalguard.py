@@ -89,6 +89,24 @@ _FUNCTION = type(_Probe.m)
 del _Probe
 # The values the value gate recognises by their names as well as by identity.
 _NAMED_TYPES = frozenset((_FUNCTION, _BUILTIN_METHOD))
+# The built-in containers whose mutating methods meet the write check (and
+# collections.deque once loaded), and those methods.
+_CONTAINERS = frozenset((list, dict, set, bytearray))
+_MUTATORS = frozenset((
+    'append', 'extend', 'insert', 'pop', 'remove', 'clear', 'sort', 'reverse', 'update', 'popitem', 'setdefault',
+    'add', 'discard', 'intersection_update', 'difference_update', 'symmetric_difference_update', 'appendleft',
+    'extendleft', 'popleft', 'rotate', 'move_to_end', 'subtract', '__setitem__', '__delitem__', '__iadd__',
+    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__'))
+
+
+def _containers():
+    c = sys.modules.get('collections')
+    d = _getattr(c, 'deque', None) if c is not None else None
+    if _isinstance(d, type):
+        return (list, dict, set, bytearray, d)
+    return (list, dict, set, bytearray)
+
+
 # Types augmented assignment never changes in place.
 _IMMUTABLE = frozenset((int, float, complex, str, bytes, bool, tuple, frozenset, type(None), range))
 # Values the value gate lets through at once: they hold no module, helper or
@@ -1489,6 +1507,28 @@ class _State:
 
     def post(self, o, n, v):
         """The value of the attribute n of o, as evaluated code receives it."""
+        if n in _MUTATORS:
+            # A method that changes a container in place: refused on an object
+            # the application supplied (bound), checked on its first argument
+            # (unbound, list.append(rows, x)).
+            t = _type(o)
+            if t in _CONTAINERS or (t not in _PLAIN and _isinstance(o, _containers())):
+                if id(o) in self.supplied_ids():
+                    raise self.denied('an object the application supplied', '', 'write',
+                                      "evaluated code cannot write into an object the application supplied: '%s' "
+                                      "would change it in place (no eval- rule grants it): build a new one instead"
+                                      % n)
+            elif _isinstance(o, type) and issubclass(o, _containers()) and callable(v):
+                inner = self.post_value(o, n, v)
+                st = self
+
+                def unbound(obj, *a, **k):
+                    st.writable(obj)
+                    return inner(obj, *a, **k)
+                return unbound
+        return self.post_value(o, n, v)
+
+    def post_value(self, o, n, v):
         if n == '__dict__':
             return self.dict_copy(o, v)
         if n in _FORMAT_NAMES:
