@@ -76,7 +76,6 @@ _STR_FORMAT_MAP = str.format_map
 _MODULE = type(sys)
 _MOD_DICT = _MODULE.__dict__['__dict__'].__get__
 _METHOD_WRAPPER = type(().__str__)
-_WRAPPER_DESC = type(object.__getattribute__)
 
 
 class _Probe:
