@@ -1542,16 +1542,12 @@ class _State:
                 return self.unbound_alloc(o, n, v)
         elif n in _GETATTR_NAMES and callable(v):
             return self.g_getattribute(v)
-        if callable(v):
+        C = _CARRIED_CLASSES[0]
+        if C and callable(v) and (_isinstance(o, C) or (_isinstance(o, type) and issubclass(o, C))):
             # The methods of the patched formatters carry the evaluation to any
-            # thread they are handed to.
-            for mod, cls in _CARRIED:
-                m = sys.modules.get(mod)
-                C = _getattr(m, cls, None) if m is not None else None
-                if _isinstance(C, type) and (_isinstance(o, C) or (_isinstance(o, type) and issubclass(o, C))):
-                    if mod == 'string' and not _patch_formatter(C):
-                        v = _getattr(o, n)  # fetched before the patch: fetch it again
-                    return self.carry(v)
+            # thread they are handed to (their classes were patched when their
+            # module was first seen, before anything could be fetched from it).
+            return self.carry(v)
         return self.value(v, o, n)
 
     def dict_copy(self, o, d):
@@ -2386,6 +2382,9 @@ def _sight(m, name):
     patch = _PATCHES.get(name)
     if patch is not None:
         patch(m)
+    carried = [C for mod, cls in _CARRIED if mod == name for C in (_MOD_DICT(m).get(cls),) if _isinstance(C, type)]
+    if carried:
+        _CARRIED_CLASSES[0] = _CARRIED_CLASSES[0] + tuple(C for C in carried if C not in _CARRIED_CLASSES[0])
 
 
 def _refresh():
@@ -2531,8 +2530,10 @@ def _patch_typing(m):
     FR.__init__ = __init__
 
 
-# The classes whose methods carry the evaluation (see _State.post).
+# The classes whose methods carry the evaluation (see _State.post_value), and
+# those of the modules seen so far.
 _CARRIED = (('string', 'Formatter'), ('logging', 'Formatter'), ('logging', 'PercentStyle'))
+_CARRIED_CLASSES = [()]
 _PATCHES = {'string': _patch_string, 'logging': _patch_logging, 'typing': _patch_typing,
             'annotationlib': _patch_typing}
 _WATCHED = tuple(sorted(set(_HELPER_SPECS) | set(_PATCHES)))
