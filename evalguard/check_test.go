@@ -3,6 +3,7 @@ package evalguard
 import (
 	"context"
 	"errors"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -202,4 +203,49 @@ func BenchmarkCheck(b *testing.B) {
 			b.Fatal(v, err)
 		}
 	}
+}
+
+// benchDriver runs one source n times through run() and prints the time of one
+// evaluation in nanoseconds (the interpreter's start is not counted).
+const benchDriver = `import sys, marshal, time
+d = marshal.loads(sys.stdin.buffer.read())
+m = type(sys)('pysandboxes_evalguard')
+sys.modules['pysandboxes_evalguard'] = m
+exec(compile(d['module'], '<pysandboxes_evalguard>', 'exec', dont_inherit=True), m.__dict__)
+m.run(d['src'], None, d['profile'], 'exec')
+t = time.perf_counter_ns()
+for _ in range(d['n']):
+    m.run(d['src'], None, d['profile'], 'exec')
+print((time.perf_counter_ns() - t) // max(1, d['n']))
+`
+
+// BenchmarkRun: one guarded evaluation of a data-processing snippet (calls,
+// subscripts, attribute reads, loops, augmented assignment: the paths the value
+// gate and the augmented-assignment helper add to), in ns/eval measured inside
+// the interpreter.
+func BenchmarkRun(b *testing.B) {
+	needPython(b)
+	src := `rows = [{'name': 'a%d' % i, 'v': i} for i in range(200)]
+total = 0
+for r in rows:
+    if r['v'] % 3 == 0:
+        total += len(r['name'].upper())
+out = sorted(rows, key=lambda r: -r['v'])[:5]
+`
+	p := profileOf(b, "eval-syntax=arith, compare, conditional, loop, comprehension, assign, func, subscript\neval-call=len, sorted, range\neval-attribute=upper", "")
+	data, err := appendMarshal(nil, map[string]any{"module": Source(), "src": src, "profile": p.Python(), "n": int64(b.N)}, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(realPython, "-I", "-S", "-c", benchDriver)
+	cmd.Stdin = strings.NewReader(string(data))
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns, err := strconv.ParseFloat(strings.TrimSpace(string(out)), 64)
+	if err != nil {
+		b.Fatalf("driver output %q: %v", out, err)
+	}
+	b.ReportMetric(ns, "ns/eval")
 }

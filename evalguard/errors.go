@@ -16,13 +16,17 @@ type Violation struct {
 	Line, Col int
 	// Kind is what is refused:
 	//	"syntax"    an ast node class eval-syntax does not allow (or a class pattern
-	//	            with positional sub-patterns, which no rule allows)
+	//	            with positional sub-patterns, or a keyword sub-pattern that
+	//	            binds a name, which no rule allows)
 	//	"call"      a call by name that eval-call does not allow
-	//	"attribute" an ordinary attribute eval-attribute does not allow, or an
-	//	            attribute assigned or deleted (never allowed)
+	//	"attribute" an ordinary attribute eval-attribute does not allow (a name
+	//	            taken by from-import included), or an attribute assigned or
+	//	            deleted (never allowed)
 	//	"magic"     a dunder name (attribute or identifier) eval-magic does not allow
 	//	"format"    a field of a literal str.format template reading a refused name
-	//	"import"    a module eval-import does not allow, a relative or star import
+	//	"import"    a module eval-import does not allow (for `import a.b`, a as
+	//	            well), a module no rule grants (builtins, gc, ctypes...), a
+	//	            relative or star import
 	//	"frame"     frame capture (gi_frame, f_globals, tb_frame...) or the
 	//	            evaluation's own machinery (__globals__, __code__, __closure__,
 	//	            __builtins__): always refused
@@ -136,9 +140,11 @@ func (e *InterruptedError) Error() string {
 	return fmt.Sprintf("evalguard: evaluation interrupted: %s=%v exhausted", e.Budget, e.Limit)
 }
 
-// DeniedError reports a refusal at run time: an attribute read through getattr or
-// a template field, a refused builtin (setattr, globals(), type(name, bases, dict),
-// ...), a write into an object the application supplied, an import.
+// DeniedError reports a refusal at run time: an attribute read through getattr, a
+// template field or a helper that resolves names from strings, a refused builtin
+// (setattr, globals(), type(name, bases, dict), help(), ...), a write into an
+// object the application supplied, a module (imported or reached otherwise), a
+// refused helper.
 type DeniedError struct {
 	// Message is the guard's message.
 	Message string
@@ -147,9 +153,19 @@ type DeniedError struct {
 	// Rule is the rule key that decides it ("eval-attribute", "eval-magic", ...),
 	// "" when none does.
 	Rule string
-	// Kind is the kind of violation (see Violation.Kind; "write" for a write into
-	// an object the application supplied, "code" for a code object the guard did
-	// not produce).
+	// Kind is the kind of violation (see Violation.Kind), or one of the run-time
+	// kinds:
+	//	"import"  a module reached by any route (an attribute, a from-import,
+	//	          what a call returns, sys.modules...) that eval-import does not
+	//	          allow (Rule "eval-import"), or that no rule grants (Rule "")
+	//	"write"   a write into an object the application supplied: a subscript
+	//	          store or delete, an augmented assignment or a container method
+	//	          that would change it in place, operator.setitem and the like (no
+	//	          rule allows it)
+	//	"helper"  a helper that resolves names or source from strings and that no
+	//	          rule allows (pickle.loads, inspect.getmembers, typing's string
+	//	          types, a string annotation, types.FunctionType...)
+	//	"code"    a code object the guard did not produce
 	Kind string
 	// Fix is the rule line that allows it, "" when no rule can.
 	Fix string

@@ -49,31 +49,38 @@ type runCase struct {
 	Profile map[string]any
 	Src     string
 	Mode    string
-	// Names is a Python expression (test fixtures: O, string, Formatter, X, suppress)
-	// giving the names, "" for none.
+	// Names is a Python expression giving the names, "" for none (test fixtures:
+	// O, string, Formatter, Liar, X, suppress, Proxy, Point, Secret, Box, NT).
 	Names string
 }
 
 // runOutcome is what run() did.
 type runOutcome struct {
-	ID         string `json:"id"`
-	Outcome    string `json:"outcome"` // value, rejected, denied, interrupted, nameerror, error
-	Value      string `json:"value"`
-	Kind       string `json:"kind"`
-	Target     string `json:"target"`
-	Rule       string `json:"rule"`
-	Fix        string `json:"fix"`
-	Budget     string `json:"budget"`
-	Type       string `json:"type"`
-	Message    string `json:"message"`
-	Violations []struct {
-		Kind, Name, Fix string
-	} `json:"violations"`
+	ID         string         `json:"id"`
+	Outcome    string         `json:"outcome"` // value, rejected, denied, interrupted, nameerror, error
+	Value      string         `json:"value"`
+	Kind       string         `json:"kind"`
+	Target     string         `json:"target"`
+	Rule       string         `json:"rule"`
+	Fix        string         `json:"fix"`
+	Budget     string         `json:"budget"`
+	Type       string         `json:"type"`
+	Message    string         `json:"message"`
+	Violations []violationOut `json:"violations"`
+}
+
+// violationOut is a violation as run() reports it.
+type violationOut struct {
+	Kind, Name, Fix string
 }
 
 // runHarness runs the cases, one interpreter for all of them.
-const runHarness = `import sys, marshal, string, contextlib
+const runHarness = `import sys, marshal, string, contextlib, dataclasses, collections, resource
 from concurrent.futures import ThreadPoolExecutor
+# An allocation the guard failed to bound fails its case, not the run; what
+# evaluated code prints goes to stderr, away from the outcomes.
+resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+out, sys.stdout = sys.stdout, sys.stderr
 d = marshal.loads(sys.stdin.buffer.read())
 m = type(sys)('pysandboxes_evalguard')
 sys.modules['pysandboxes_evalguard'] = m
@@ -83,9 +90,26 @@ class O:
 class Liar(string.Formatter):
     def parse(self, s):
         yield ('', '0.__class__', '', None)
+class Proxy:
+    def __init__(self, target):
+        self._target = target
+    def __getattr__(self, name):
+        return getattr(self._target, name)
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+@dataclasses.dataclass
+class Secret:
+    name: str
+    _token: str
+@dataclasses.dataclass
+class Box:
+    items: list
 X = ThreadPoolExecutor(1)
 fixtures = {'O': O, 'string': string, 'Formatter': string.Formatter, 'Liar': Liar, 'X': X,
-            'suppress': contextlib.suppress}
+            'suppress': contextlib.suppress, 'Proxy': Proxy, 'Point': Point, 'Secret': Secret, 'Box': Box,
+            'NT': collections.namedtuple('NT', 'a b')}
 res = []
 for c in d['cases']:
     r = {'id': c['id']}
@@ -94,7 +118,7 @@ for c in d['cases']:
         v = m.run(c['src'], names, c['profile'], c['mode'])
         if c['mode'] == 'exec':
             v = {k: x for k, x in v.items() if not callable(x) and not isinstance(x, type(sys))}
-        r.update(outcome='value', value=repr(v))
+        r.update(outcome='value', value=repr(v)[:10000])
     except m.Rejected as e:
         r.update(outcome='rejected', violations=e.violations, message=str(e))
     except m.Denied as e:
@@ -107,7 +131,7 @@ for c in d['cases']:
         r.update(outcome='error', type=type(e).__name__, message=str(e))
     res.append(r)
 X.shutdown(wait=False)
-sys.stdout.write(m.to_json(res))
+out.write(m.to_json(res))
 `
 
 // runAll runs cases through the module's run() and returns the outcomes by id.
@@ -145,4 +169,63 @@ func runAll(t *testing.T, cases []runCase) map[string]runOutcome {
 		m[r.ID] = r
 	}
 	return m
+}
+
+// freshHarness runs one case in an interpreter that has loaded nothing but the
+// guard: the modules the case uses are loaded by the evaluation itself.
+const freshHarness = `import sys, marshal
+out, sys.stdout = sys.stdout, sys.stderr
+d = marshal.loads(sys.stdin.buffer.read())
+m = type(sys)('pysandboxes_evalguard')
+sys.modules['pysandboxes_evalguard'] = m
+exec(compile(d['module'], '<pysandboxes_evalguard>', 'exec', dont_inherit=True), m.__dict__)
+c = d['case']
+before = sorted(n for n in ('string', 'logging', 'typing') if n in sys.modules)
+r = {'id': c['id'], 'type': ','.join(before)}
+try:
+    names = eval(c['names'], {}) if c['names'] else None
+    v = m.run(c['src'], names, c['profile'], c['mode'])
+    if c['mode'] == 'exec':
+        v = {k: x for k, x in v.items() if not callable(x) and not isinstance(x, type(sys))}
+    r.update(outcome='value', value=repr(v))
+except m.Rejected as e:
+    r.update(outcome='rejected', violations=e.violations, message=str(e))
+except m.Denied as e:
+    r.update(outcome='denied', kind=e.kind, target=e.target, rule=e.rule, fix=e.fix, message=str(e))
+except m.Interrupted as e:
+    r.update(outcome='interrupted', budget=e.budget, message=str(e))
+except BaseException as e:
+    r.update(outcome='error', type=type(e).__name__, message=str(e))
+out.write(m.to_json(r))
+`
+
+// runFresh runs each case in its own interpreter (freshHarness); the outcome's
+// Type lists which of string, logging and typing were loaded before the run.
+func runFresh(t *testing.T, c runCase) runOutcome {
+	t.Helper()
+	needPython(t)
+	mode := c.Mode
+	if mode == "" {
+		mode = "eval"
+	}
+	data, err := appendMarshal(nil, map[string]any{"module": Source(),
+		"case": map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, realPython, "-I", "-S", "-c", freshHarness)
+	cmd.Stdin = strings.NewReader(string(data))
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("harness: %v: %s", err, stderr.String())
+	}
+	var r runOutcome
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("harness output %q: %v", out, err)
+	}
+	return r
 }

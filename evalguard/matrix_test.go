@@ -8,17 +8,26 @@ import (
 
 // want is the expected outcome of a run: rejected (a violation of kind and name
 // among those reported), denied (kind and target), interrupted (the budget), a
-// NameError, or a value (its repr).
+// NameError, or a value (its repr). fix, when set, is the rule line the refusal
+// must carry (noFix: none, the message saying no rule grants it).
 type want struct {
-	outcome, kind, name, value string
+	outcome, kind, name, value, fix string
 }
+
+// noFix expects a refusal no eval- rule can lift.
+const noFix = "(none)"
 
 func rejected(kind, name string) want { return want{outcome: "rejected", kind: kind, name: name} }
 func denied(kind, name string) want   { return want{outcome: "denied", kind: kind, name: name} }
 func interrupted(budget string) want  { return want{outcome: "interrupted", name: budget} }
 func value(repr string) want          { return want{outcome: "value", value: repr} }
 func nameError(name string) want      { return want{outcome: "nameerror", name: name} }
-func (w want) String() string         { return fmt.Sprintf("%s %s %s %s", w.outcome, w.kind, w.name, w.value) }
+func (w want) String() string {
+	return fmt.Sprintf("%s %s %s %s %s", w.outcome, w.kind, w.name, w.value, w.fix)
+}
+
+// withFix expects the refusal to carry fix (or noFix).
+func (w want) withFix(fix string) want { w.fix = fix; return w }
 func caseOf(id, rules, src, mode, names string, w want) matrixCase {
 	return matrixCase{id, rules, src, mode, names, w}
 }
@@ -159,7 +168,7 @@ var attackMatrix = []matrixCase{
 	caseOf("match_mapping_dotted_key", "eval-syntax=Match, match_case, MatchMapping, MatchAs, assign\neval-attribute=k", "match d:\n case {o.k: v}:\n  r = v", "exec", "{'d': {1: 2}, 'o': type('K', (), {'k': 1})}", value("{'v': 2, 'r': 2}")),
 	caseOf("star_import", "eval-syntax=import\neval-import=json", "from json import *", "exec", "", rejected("import", "*")),
 	caseOf("relative_import", "eval-syntax=import\neval-import=json", "from . import json", "exec", "", rejected("import", ".")),
-	caseOf("submodule_through_fromlist", "eval-syntax=import\neval-import=xml", "from xml import dom", "exec", "", denied("import", "xml.dom")),
+	caseOf("submodule_through_fromlist", "eval-syntax=import\neval-import=xml\neval-attribute=dom", "from xml import dom", "exec", "", denied("import", "xml.dom")),
 	caseOf("import_granted", "eval-syntax=import, assign\neval-import=json\neval-attribute=dumps", "import json\nx = json.dumps([1])", "exec", "", value("{'x': '[1]'}")),
 	caseOf("attribute_store", "eval-syntax=assign", "o.x = 1", "exec", "{'o': O()}", rejected("attribute", "x")),
 	caseOf("undeclared_builtin", declared, "len([1])", "", "", rejected("call", "len")),
@@ -172,50 +181,91 @@ var attackMatrix = []matrixCase{
 // TestAttackMatrix: every blocked payload is stopped by the expected layer (the
 // violation kind and name, the refused name, or the budget), every payload that
 // must run gives its value, all through the module's run() in /usr/bin/python3.
-func TestAttackMatrix(t *testing.T) {
+func TestAttackMatrix(t *testing.T) { checkMatrix(t, attackMatrix) }
+
+// checkMatrix runs the cases in one interpreter and checks each outcome.
+func checkMatrix(t *testing.T, matrix []matrixCase) {
+	t.Helper()
 	var cases []runCase
-	for _, c := range attackMatrix {
+	seen := map[string]bool{}
+	for _, c := range matrix {
+		if seen[c.id] {
+			t.Fatalf("duplicate case id %s", c.id)
+		}
+		seen[c.id] = true
 		cases = append(cases, runCase{ID: c.id, Profile: profileOf(t, c.rules, "").Python(), Src: c.src, Mode: c.mode, Names: c.names})
 	}
 	got := runAll(t, cases)
-	for _, c := range attackMatrix {
+	for _, c := range matrix {
 		t.Run(c.id, func(t *testing.T) {
 			r, ok := got[c.id]
 			if !ok {
 				t.Fatal("no outcome")
 			}
-			if r.Outcome != c.want.outcome {
-				t.Fatalf("%s: want %s, got %+v", c.src, c.want, r)
-			}
-			switch r.Outcome {
-			case "value":
-				if r.Value != c.want.value {
-					t.Errorf("value %s, want %s", r.Value, c.want.value)
-				}
-			case "rejected":
-				found := false
-				for _, v := range r.Violations {
-					found = found || v.Kind == c.want.kind && v.Name == c.want.name
-				}
-				if !found {
-					t.Errorf("violations %+v do not hold %s %s", r.Violations, c.want.kind, c.want.name)
-				}
-			case "denied":
-				if r.Kind != c.want.kind || r.Target != c.want.name {
-					t.Errorf("denied %s %q, want %s %q (%s)", r.Kind, r.Target, c.want.kind, c.want.name, r.Message)
-				}
-				if !strings.Contains(r.Message, "denied by the eval guard") && !strings.Contains(r.Message, "evaluated code cannot") {
-					t.Errorf("message %q", r.Message)
-				}
-			case "interrupted":
-				if r.Budget != c.want.name || !strings.HasPrefix(r.Message, "evaluation interrupted: "+c.want.name+"=") {
-					t.Errorf("interrupted by %s (%s), want %s", r.Budget, r.Message, c.want.name)
-				}
-			case "nameerror":
-				if !strings.Contains(r.Message, "'"+c.want.name+"'") {
-					t.Errorf("NameError %q", r.Message)
-				}
-			}
+			checkOutcome(t, c, r)
 		})
+	}
+}
+
+func checkOutcome(t *testing.T, c matrixCase, r runOutcome) {
+	t.Helper()
+	if r.Outcome != c.want.outcome {
+		t.Fatalf("%s: want %s, got %+v", c.src, c.want, r)
+	}
+	switch r.Outcome {
+	case "value":
+		if r.Value != c.want.value {
+			t.Errorf("value %s, want %s", r.Value, c.want.value)
+		}
+	case "rejected":
+		var hit *violationOut
+		for i, v := range r.Violations {
+			if v.Kind == c.want.kind && v.Name == c.want.name {
+				hit = &r.Violations[i]
+			}
+		}
+		if hit == nil {
+			t.Fatalf("violations %+v do not hold %s %s", r.Violations, c.want.kind, c.want.name)
+		}
+		checkFix(t, c.want.fix, hit.Fix, r.Message, "no eval- rule allows it")
+	case "denied":
+		if r.Kind != c.want.kind || r.Target != c.want.name {
+			t.Errorf("denied %s %q, want %s %q (%s)", r.Kind, r.Target, c.want.kind, c.want.name, r.Message)
+		}
+		if !strings.Contains(r.Message, "denied by the eval guard") && !strings.Contains(r.Message, "evaluated code cannot") {
+			t.Errorf("message %q", r.Message)
+		}
+		if r.Fix != "" {
+			// A fix names the rule that decides it.
+			if key, _, _ := strings.Cut(r.Fix, "="); key != r.Rule || !strings.Contains(r.Message, "`"+r.Fix+"`") {
+				t.Errorf("fix %q, rule %q, message %q", r.Fix, r.Rule, r.Message)
+			}
+		}
+		checkFix(t, c.want.fix, r.Fix, r.Message, "no eval- rule grants it")
+	case "interrupted":
+		if r.Budget != c.want.name || !strings.HasPrefix(r.Message, "evaluation interrupted: "+c.want.name+"=") {
+			t.Errorf("interrupted by %s (%s), want %s", r.Budget, r.Message, c.want.name)
+		}
+	case "nameerror":
+		if !strings.Contains(r.Message, "'"+c.want.name+"'") {
+			t.Errorf("NameError %q", r.Message)
+		}
+	}
+}
+
+// checkFix: the refusal carries the expected rule line, or none (and then says
+// that no rule allows it).
+func checkFix(t *testing.T, want, got, message, never string) {
+	t.Helper()
+	switch want {
+	case "":
+	case noFix:
+		if got != "" || !strings.Contains(message, never) {
+			t.Errorf("want no fix (%q), got fix %q, message %q", never, got, message)
+		}
+	default:
+		if got != want {
+			t.Errorf("fix %q, want %q", got, want)
+		}
 	}
 }

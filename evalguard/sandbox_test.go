@@ -250,3 +250,38 @@ func TestGuardedBuiltinsFromSources(t *testing.T) {
 		t.Fatalf("code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
 	}
 }
+
+// TestModuleGateInSandbox: in a sandboxed interpreter, a module reached through
+// another module's attribute is refused by the eval guard even where the Python
+// layer would let the call through (python-import allows os, the file lies in an
+// expose-rw directory): the file stays, the refusal names the rule that would
+// allow it, and the host receives it as a denial of kind "eval".
+func TestModuleGateInSandbox(t *testing.T) {
+	dir := t.TempDir()
+	victim := dir + "/victim.txt"
+	if err := os.WriteFile(victim, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sb := sandbox(t, "expose-rw="+dir+"\npython-import=genericpath, os, stat\neval-syntax=import\neval-import=genericpath\neval-attribute=os, remove\n")
+	r := runPython(t, sb, `
+try:
+    exec("from genericpath import os\nos.remove(`+"'"+victim+"'"+`)")
+except PermissionError as e:
+    print(type(e).__name__, e.rule, e.fix)
+    print(e)
+`)
+	if _, err := os.Stat(victim); err != nil {
+		t.Fatalf("the file is gone: %v (stdout %q, stderr %q)", err, r.stdout, r.stderr)
+	}
+	if r.code != 0 || !strings.Contains(r.stdout, "Denied eval-import eval-import=os\n") ||
+		!strings.Contains(r.stdout, "the module 'os' (reached as genericpath.os) is denied by the eval guard") {
+		t.Fatalf("code %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	found := false
+	for _, d := range r.denials {
+		found = found || d.Kind == "eval" && d.Exception == "Denied" && d.Target == "os" && strings.Contains(d.Message, "eval-import=os")
+	}
+	if !found {
+		t.Errorf("denials %+v", r.denials)
+	}
+}

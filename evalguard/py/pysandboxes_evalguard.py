@@ -3,10 +3,20 @@ an eval profile (the eval-* rules of a .py-sandboxes file).
 
 Each source is (1) parsed by CPython's own parser, (2) validated against the
 profile's sub-language (every violation is collected into one report, each with
-a paste-ready rule line), (3) rewritten so that attribute reads, allocating
-operators, loops, comprehensions, calls and function definitions go through
-runtime helpers that gate names and charge budgets, and (4) run in a namespace
-built from the profile.
+a paste-ready rule line), (3) rewritten so that attribute reads, calls,
+subscripts, allocating operators, augmented assignments, loops, comprehensions,
+annotations and function definitions go through runtime helpers that gate names
+and values and charge budgets, and (4) run in a namespace built from the profile.
+
+The runtime gates: every attribute name (whatever reads it: o.n, getattr, a
+template field, a from-import, a helper resolving names from strings) passes the
+attribute gate (_State.gate); every module reached by any route passes the
+module gate (_State.module: eval-import, or supplied by the application; some
+modules never); what calls, subscripts and comprehensions hand to the code
+passes the value gate (_State.value), which also swaps the helpers that resolve
+names or source from strings for gated forms or refuses them (_HELPER_SPECS,
+_PATCHES); nothing the application supplied is written into (_State.writable,
+_State.augop).
 
 Public API (standard library only, Python >= 3.11):
 
@@ -48,6 +58,7 @@ VERSION = 1
 _B = sys.modules['builtins']
 _RAW = dict(_B.__dict__)
 _compile = _RAW['compile']
+_getframe = sys._getframe
 _eval = _RAW['eval']
 _exec = _RAW['exec']
 _getattr = _RAW['getattr']
@@ -62,6 +73,45 @@ _CODE = type(compile('0', '<x>', 'eval'))
 _BUILTIN_METHOD = type(''.join)
 _STR_FORMAT = str.format
 _STR_FORMAT_MAP = str.format_map
+_MODULE = type(sys)
+_MOD_DICT = _MODULE.__dict__['__dict__'].__get__
+_METHOD_WRAPPER = type(().__str__)
+
+
+class _Probe:
+    def m(self):
+        pass
+
+
+_METHOD = type(_Probe().m)
+_FUNCTION = type(_Probe.m)
+del _Probe
+# The values the value gate recognises by their names as well as by identity.
+_NAMED_TYPES = frozenset((_FUNCTION, _BUILTIN_METHOD))
+# The built-in containers whose mutating methods meet the write check (and
+# collections.deque once loaded), and those methods.
+_CONTAINERS = frozenset((list, dict, set, bytearray))
+_MUTATORS = frozenset((
+    'append', 'extend', 'insert', 'pop', 'remove', 'clear', 'sort', 'reverse', 'update', 'popitem', 'setdefault',
+    'add', 'discard', 'intersection_update', 'difference_update', 'symmetric_difference_update', 'appendleft',
+    'extendleft', 'popleft', 'rotate', 'move_to_end', 'subtract', '__setitem__', '__delitem__', '__iadd__',
+    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__'))
+
+
+def _containers():
+    c = sys.modules.get('collections')
+    d = _getattr(c, 'deque', None) if c is not None else None
+    if _isinstance(d, type):
+        return (list, dict, set, bytearray, d)
+    return (list, dict, set, bytearray)
+
+
+# Types augmented assignment never changes in place.
+_IMMUTABLE = frozenset((int, float, complex, str, bytes, bool, tuple, frozenset, type(None), range))
+# Values the value gate lets through at once: they hold no module, helper or
+# code of their own.
+_PLAIN = frozenset((int, float, complex, str, bytes, bytearray, bool, type(None), list, tuple, dict, set,
+                    frozenset, range, slice, type(Ellipsis), type(NotImplemented)))
 
 
 # ---------------------------------------------------------------- exceptions
@@ -228,6 +278,38 @@ _ATTR_GROUP_TYPES = {
 _FORMAT_NAMES = ('format', 'format_map')
 _RISKY_IMPORTS = frozenset(('os', 'sys', 'socket', 'builtins', 'shutil', 'subprocess', 'ctypes', 'importlib',
                             'posix', 'gc', 'inspect', 'pickle', 'marshal', 'code', 'codeop', 'runpy'))
+_RUNS_SOURCE = 'it compiles and runs source text outside the eval guard'
+# Modules no eval- rule grants, by import or by any other route (a module's
+# attribute, sys.modules, a function's result): each one hands evaluated code a
+# way around the guard itself. A submodule shares its parent's verdict.
+_NEVER_MODULES = {
+    'builtins': 'it holds the raw getattr, eval, exec and __import__ (grant builtins one by one with eval-call)',
+    'gc': 'it reaches every object of the process (get_objects, get_referrers)',
+    'ctypes': 'it reads and writes memory and calls C functions by name',
+    '_ctypes': 'it reads and writes memory and calls C functions by name',
+    'code': _RUNS_SOURCE, 'codeop': _RUNS_SOURCE, 'timeit': _RUNS_SOURCE, 'pdb': _RUNS_SOURCE,
+    'bdb': _RUNS_SOURCE, 'cProfile': _RUNS_SOURCE, 'profile': _RUNS_SOURCE, 'trace': _RUNS_SOURCE,
+    'doctest': _RUNS_SOURCE, 'runpy': _RUNS_SOURCE, 'rlcompleter': _RUNS_SOURCE,
+    'pydoc': 'it resolves dotted names from strings to any object (locate) and runs an interactive help',
+    'shelve': 'it unpickles what it reads, which resolves module and attribute names to any object',
+    'logging.config': 'it resolves dotted names from its configuration to any object and calls it',
+    'unittest.mock': 'it resolves dotted names from strings to any object and replaces attributes',
+    'pysandboxes_evalguard': 'it is the eval guard itself',
+}
+
+
+def _never(name):
+    """Why the module name is never granted, else None."""
+    while True:
+        r = _NEVER_MODULES.get(name)
+        if r is not None:
+            return r
+        i = name.rfind('.')
+        if i <= 0:
+            return None
+        name = name[:i]
+
+
 # Classes whose class pattern matches the subject itself (no __match_args__).
 _SELF_MATCH = frozenset(('bool', 'bytearray', 'bytes', 'dict', 'float', 'frozenset', 'int', 'list', 'set',
                          'str', 'tuple'))
@@ -669,14 +751,14 @@ class _Checker:
         line, col, width = _pos(self.src, at) if at is not None else (0, 0, 0)
         self.out.append(_viol(line, col, kind, target, message, fix, warning, width))
 
-    def ident(self, n, callee=False):
+    def ident(self, n, callee=False, at=None):
         P = self.P
         v = _name_verdict(P, n)
         if v is None and not callee and _is_dunder(n) and not P.magic.allows(n) and not P.call.allows(n):
             m = "dunder name '%s' is not allowed by eval-magic (it opens the whole type hierarchy)" % n
             v = ('magic', 'eval-magic', P.rule('eval-magic', n), m, m)
         if v is not None:
-            self.add(v[0], n, v[4], v[2])
+            self.add(v[0], n, v[4], v[2], at=at)
 
     def attr(self, n, kind=None, at=None, prefix=''):
         v = self.P.attr_verdict(n)
@@ -721,14 +803,18 @@ class _Checker:
             if node.arg is not None:
                 self.ident(node.arg)
         elif cls is _ast.alias:
-            for part in node.name.split('.'):
-                if part != '*':
-                    self.ident(part)
             if node.asname is not None:
                 self.ident(node.asname)
         elif cls is _ast.Import:
             for a in node.names:
-                self.module(a.name)
+                for part in a.name.split('.'):
+                    self.ident(part, at=a)
+                self.module(a.name, a)
+                if a.asname is None and '.' in a.name:
+                    # import a.b binds a: the root module must be granted too.
+                    root = a.name.split('.')[0]
+                    self.module(root, a, " (`import %s` binds the name '%s'; `import %s as %s` binds only the "
+                                "submodule)" % (a.name, root, a.name, a.name.rsplit('.', 1)[1]))
         elif cls is _ast.ImportFrom:
             if node.level:
                 self.add('import', '.' * node.level + (node.module or ''), 'relative imports are refused: name the '
@@ -738,7 +824,11 @@ class _Checker:
             for a in node.names:
                 if a.name == '*':
                     self.add('import', '*', 'a star import binds names the source does not show: import them by '
-                             'name')
+                             'name', at=a)
+                else:
+                    # A name taken from a module is an attribute read of that module.
+                    self.attr(a.name, at=a, prefix="'from %s import %s' reads an attribute of the module: "
+                              % (node.module or '.', a.name))
         elif cls is _ast.ExceptHandler:
             if node.name is not None:
                 self.ident(node.name)
@@ -752,8 +842,14 @@ class _Checker:
             if node.rest is not None:
                 self.ident(node.rest)
         elif cls is _ast.MatchClass:
-            for a in node.kwd_attrs:
+            for a, sub in zip(node.kwd_attrs, node.kwd_patterns):
                 self.attr(a)
+                cap = _capture(sub)
+                if cap is not None:
+                    self.add('syntax', 'MatchClass', "the keyword sub-pattern %s=... binds '%s' to the attribute as "
+                             "CPython reads it, around the runtime gate (a module or a helper would come through "
+                             "unchecked): compare the attribute with a value in the pattern, or read it with "
+                             "getattr() in the case body" % (a, cap))
             if node.patterns and not (_type(node.cls) is _ast.Name and node.cls.id in _SELF_MATCH):
                 self.add('syntax', 'MatchClass', "a class pattern with positional sub-patterns reads the attributes "
                          "named by the class's __match_args__, which the guard cannot check: use keyword "
@@ -761,7 +857,11 @@ class _Checker:
         elif name in ('TypeVar', 'ParamSpec', 'TypeVarTuple'):
             self.ident(node.name)
 
-    def module(self, mod):
+    def module(self, mod, at=None, why=''):
+        never = _never(mod)
+        if never is not None:
+            self.add('import', mod, "importing '%s' is never allowed in evaluated code: %s" % (mod, never), at=at)
+            return
         if self.P.imp.allows(mod):
             return
         root = mod.split('.')[0]
@@ -769,7 +869,27 @@ class _Checker:
         if root in _RISKY_IMPORTS:
             warning = ("'%s' hands evaluated code a capability the import guard treats as sensitive: prefer "
                        "passing the few functions needed through the namespace" % root)
-        self.add('import', mod, "importing '%s' is not allowed by eval-import" % mod, self.P.rule('eval-import', mod), warning)
+        self.add('import', mod, "importing '%s' is not allowed by eval-import%s" % (mod, why),
+                 self.P.rule('eval-import', mod), warning, at=at)
+
+
+def _capture(pattern):
+    """The first name a match pattern binds, else None."""
+    stack = [pattern]
+    while stack:
+        p = stack.pop()
+        t = _type(p)
+        if (t is _ast.MatchAs or t is _ast.MatchStar) and p.name is not None:
+            return p.name
+        if t is _ast.MatchMapping and p.rest is not None:
+            return p.rest
+        for f in p._fields:
+            v = _getattr(p, f, None)
+            if _type(v) is list:
+                stack.extend(x for x in v if _isinstance(x, _ast.pattern))
+            elif _isinstance(v, _ast.pattern):
+                stack.append(v)
+    return None
 
 
 def _template_attrs(tpl, depth=2):
@@ -795,8 +915,21 @@ def _template_attrs(tpl, depth=2):
 _BINOPS = {_ast.Add: '+', _ast.Mult: '*', _ast.Pow: '**', _ast.LShift: '<<', _ast.Mod: '%'}
 _OPS = {
     '+': _operator.add, '*': _operator.mul, '**': _operator.pow, '<<': _operator.lshift, '%': _operator.mod,
-    '+=': _operator.iadd, '*=': _operator.imul, '**=': _operator.ipow, '<<=': _operator.ilshift,
-    '%=': _operator.imod,
+}
+# Augmented assignment, every operator: the in-place function and the dunder
+# whose presence on the target's type makes it a mutation in place.
+_AUG_OPS = {
+    '+=': (_operator.iadd, '__iadd__'), '-=': (_operator.isub, '__isub__'), '*=': (_operator.imul, '__imul__'),
+    '@=': (_operator.imatmul, '__imatmul__'), '/=': (_operator.itruediv, '__itruediv__'),
+    '//=': (_operator.ifloordiv, '__ifloordiv__'), '%=': (_operator.imod, '__imod__'),
+    '**=': (_operator.ipow, '__ipow__'), '<<=': (_operator.ilshift, '__ilshift__'),
+    '>>=': (_operator.irshift, '__irshift__'), '|=': (_operator.ior, '__ior__'),
+    '^=': (_operator.ixor, '__ixor__'), '&=': (_operator.iand, '__iand__'),
+}
+_AUG_SYMBOLS = {
+    _ast.Add: '+=', _ast.Sub: '-=', _ast.Mult: '*=', _ast.MatMult: '@=', _ast.Div: '/=', _ast.FloorDiv: '//=',
+    _ast.Mod: '%=', _ast.Pow: '**=', _ast.LShift: '<<=', _ast.RShift: '>>=', _ast.BitOr: '|=', _ast.BitXor: '^=',
+    _ast.BitAnd: '&=',
 }
 _LOC = ('lineno', 'col_offset', 'end_lineno', 'end_col_offset')
 
@@ -845,6 +978,9 @@ def _rewrite(node, cx):
 
     if cls is _ast.Attribute:
         return _call('__sb_getattr__', [node.value, _const(node.attr, node)], node)
+    if cls is _ast.Call:
+        # What a call returns passes the value gate (a module, a helper).
+        return _call('__sb_ret__', [node], node)
     if cls is _ast.BinOp:
         op = _BINOPS.get(_type(node.op))
         if op is not None:
@@ -854,6 +990,11 @@ def _rewrite(node, cx):
         if _type(node.ctx) is not _ast.Load:
             node.value = _call('__sb_writable__', [node.value], node)
             cx.writable = True
+            return node
+        return _call('__sb_ret__', [node], node)
+    if cls is _ast.arg or cls is _ast.AnnAssign:
+        if node.annotation is not None:
+            node.annotation = _call('__sb_annot__', [node.annotation], node.annotation)
         return node
     if cls is _ast.FormattedValue:
         if node.format_spec is not None:
@@ -870,6 +1011,8 @@ def _rewrite(node, cx):
         node.iter = _call(fn, [node.iter], node.iter)
         return node
     if cls in (_ast.FunctionDef, _ast.AsyncFunctionDef):
+        if node.returns is not None:
+            node.returns = _call('__sb_annot__', [node.returns], node.returns)
         body = node.body
         doc = []
         if body and _type(body[0]) is _ast.Expr and _type(body[0].value) is _ast.Constant and \
@@ -892,14 +1035,16 @@ def _rewrite(node, cx):
     if cls in (_ast.With, _ast.AsyncWith):
         return [node, _stmt('__sb_check__', node)]
     if cls is _ast.AugAssign:
-        op = _BINOPS.get(_type(node.op))
-        if op is None:
-            return node
-        op += '='
+        # Every operator, every target: t op= v becomes t = __sb_augop__(op, t, v),
+        # which refuses a change in place of an object the application supplied
+        # and charges the allocating operators (an attribute target is refused
+        # statically: the sub-language never mutates attributes).
+        op = _AUG_SYMBOLS[_type(node.op)]
+        cx.writable = True
         t = node.target
         if _type(t) is _ast.Name:
             return _at(_ast.Assign(targets=[_nm(t.id, t, _ast.Store())],
-                                   value=_call('__sb_binop__', [_const(op, node), _nm(t.id, t), node.value], node)),
+                                   value=_call('__sb_augop__', [_const(op, node), _nm(t.id, t), node.value], node)),
                        node)
         if _type(t) is _ast.Subscript:
             key = t.slice
@@ -913,7 +1058,7 @@ def _rewrite(node, cx):
             store = _at(_ast.Subscript(value=_nm('__sb_container__', t), slice=_nm('__sb_key__', t),
                                        ctx=_ast.Store()), t)
             assign = _at(_ast.Assign(targets=[store],
-                                     value=_call('__sb_binop__', [_const(op, node), read, node.value], node)), node)
+                                     value=_call('__sb_augop__', [_const(op, node), read, node.value], node)), node)
             return [bind_c, bind_k, assign]
         return node  # an attribute target is refused statically
     return node
@@ -1009,6 +1154,27 @@ _TLS = _thread._local()
 def _current():
     s = _getattr(_TLS, 'stack', None)
     return s[-1] if s else None
+
+
+def _state_here():
+    """The evaluation the running code belongs to: the one current on this
+    thread, else the one whose code is on the stack (a function evaluated code
+    defined, run on another thread: its globals hold the state's helpers), as
+    long as it runs (an evaluation, or one of its functions)."""
+    st = _current()
+    if st is not None:
+        return st
+    f = _getframe(1)
+    n = 0
+    while f is not None and n < 100:
+        h = f.f_globals.get('__sb_tick__')
+        if _type(h) is _METHOD:
+            st = h.__self__
+            if _type(st) is _State and (st.active or st.depth):
+                return st
+        f = f.f_back
+        n += 1
+    return None
 
 
 def _push(st):
@@ -1117,17 +1283,23 @@ class _State:
         self.active = 0
         self.stop = None
         self.deadline = _monotonic() + P.timeout
-        self.supplied = None
-        self.sources = []
+        self.supplied = None   # ids of the objects the application supplied (see supplied_ids)
+        self.sources = []      # snapshots of the namespaces the application supplied
+        self.walked = 0        # how many of them supplied holds
+        self.mods_ok = set()   # ids of the modules that passed the module gate
+        self.importing = 0     # > 0 while an import the code asked for runs
+        self.quiet = 0         # > 0: refusals are not reported (a filtered __dict__)
         self.helpers = {
             '__sb_tick__': self.tick, '__sb_enter__': self.enter, '__sb_leave__': self.leave,
             '__sb_func__': self.func, '__sb_getattr__': self.getattr, '__sb_binop__': self.binop,
             '__sb_iter__': self.iter, '__sb_aiter__': self.aiter, '__sb_format__': self.format,
             '__sb_writable__': self.writable, '__sb_check__': self.check, '__sb_slice__': slice,
+            '__sb_ret__': self.value, '__sb_augop__': self.augop, '__sb_annot__': self.annot,
         }
         self.own = set(id(v) for k, v in self.helpers.items() if k != '__sb_slice__')
         self.own.add(id(self))
         self._builtins = None
+        _refresh()
 
     # -- budgets
 
@@ -1183,15 +1355,17 @@ class _State:
 
     def iter(self, it):
         tick = self.tick
+        value = self.value
         for x in it:
             tick()
-            yield x
+            yield x if _type(x) in _PLAIN else value(x)
 
     async def aiter(self, it):
         tick = self.tick
+        value = self.value
         async for x in it:
             tick()
-            yield x
+            yield x if _type(x) in _PLAIN else value(x)
 
     def func(self, fn):
         enter = self.enter
@@ -1220,6 +1394,27 @@ class _State:
     def binop(self, op, l, r):
         if self.stop is not None:
             self.again()
+        self.charge(op, l, r)
+        return _OPS[op](l, r)
+
+    def augop(self, op, cur, v):
+        """t op= v, for every operator and every target form: refused when it
+        would change in place an object the application supplied (its type
+        defines the in-place dunder), charged like the operator otherwise."""
+        if self.stop is not None:
+            self.again()
+        fn, dunder = _AUG_OPS[op]
+        self.charge(op, cur, v)
+        if _type(cur) not in _IMMUTABLE and _getattr(_type(cur), dunder, None) is not None and \
+                id(cur) in self.supplied_ids():
+            raise self.denied('an object the application supplied', '', 'write',
+                              "evaluated code cannot write into an object the application supplied: '%s' would "
+                              "change it in place (no eval- rule grants it): build a new one instead, x = x %s y"
+                              % (op, op[:-1]))
+        return fn(cur, v)
+
+    def charge(self, op, l, r):
+        """Charge eval-max-alloc for what the operator op would allocate."""
         c = op[0]
         if c == '+':
             if _isinstance(l, _SEQ) and _isinstance(r, _SEQ):
@@ -1246,7 +1441,6 @@ class _State:
         elif c == '%':
             if _isinstance(l, (str, bytes, bytearray)):
                 self.alloc(op, _percent_size(l, r))
-        return _OPS[op](l, r)
 
     def format(self, v, conv, spec):
         if self.stop is not None:
@@ -1262,18 +1456,18 @@ class _State:
         return _format(v, spec)
 
     def writable(self, c):
-        sup = self.supplied
-        if sup is not None and id(c) in sup:
+        if id(c) in self.supplied_ids():
             raise self.denied('an object the application supplied', '', 'write',
-                              'evaluated code cannot write into an object the application supplied '
-                              '(build a new one instead)')
+                              'evaluated code cannot write into an object the application supplied (no eval- rule '
+                              'grants it): build a new one instead')
         return c
 
     # -- names
 
     def denied(self, target, rule, kind, message, fix=''):
         e = Denied(message, target, rule, kind, fix)
-        self.report(e)
+        if not self.quiet:
+            self.report(e)
         return e
 
     def gate(self, n, kind=None):
@@ -1288,16 +1482,54 @@ class _State:
         return n
 
     def getattr(self, o, n):
+        """o.n: the name passes the attribute gate, a module read from passes the
+        module gate, and the value passes post."""
         if self.stop is not None:
             self.again()
         n = self.gate(n)
         if id(o) in self.own:
             raise self.denied(n, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers expose no "
                               "attribute." % n)
+        if _len(sys.modules) != _SEEN[0]:
+            _refresh()  # patches in place before anything is fetched
+        t = _type(o)
+        if t is _MODULE or (t not in _PLAIN and _isinstance(o, _MODULE)):
+            self.module(o)
         v = _getattr(o, n)
         return self.post(o, n, v)
 
+    def use(self, o):
+        """The module gate for an object an attribute is read from."""
+        t = _type(o)
+        if t is _MODULE or (t not in _PLAIN and _isinstance(o, _MODULE)):
+            self.module(o)
+
     def post(self, o, n, v):
+        """The value of the attribute n of o, as evaluated code receives it."""
+        if n in _MUTATORS:
+            # A method that changes a container in place: refused on an object
+            # the application supplied (bound), checked on its first argument
+            # (unbound, list.append(rows, x)).
+            t = _type(o)
+            if t in _CONTAINERS or (t not in _PLAIN and _isinstance(o, _containers())):
+                if id(o) in self.supplied_ids():
+                    raise self.denied('an object the application supplied', '', 'write',
+                                      "evaluated code cannot write into an object the application supplied: '%s' "
+                                      "would change it in place (no eval- rule grants it): build a new one instead"
+                                      % n)
+            elif _isinstance(o, type) and issubclass(o, _containers()) and callable(v):
+                inner = self.post_value(o, n, v)
+                st = self
+
+                def unbound(obj, *a, **k):
+                    st.writable(obj)
+                    return inner(obj, *a, **k)
+                return unbound
+        return self.post_value(o, n, v)
+
+    def post_value(self, o, n, v):
+        if n == '__dict__':
+            return self.dict_copy(o, v)
         if n in _FORMAT_NAMES:
             if v is _STR_FORMAT or v is _STR_FORMAT_MAP:
                 return self.unbound_format(n)
@@ -1308,13 +1540,111 @@ class _State:
                 return _ALLOC_METHODS[n](self, o, v)
             if _isinstance(o, type) and issubclass(o, _GROWABLE) and callable(v):
                 return self.unbound_alloc(o, n, v)
-        sm = sys.modules.get('string')
-        if sm is not None:
-            F = _getattr(sm, 'Formatter', None)
-            if _isinstance(F, type) and (_isinstance(o, F) or (_isinstance(o, type) and issubclass(o, F))) and \
-                    callable(v):
-                _patch_formatter(F)
-                return self.carry(v)
+        elif n in _GETATTR_NAMES and callable(v):
+            return self.g_getattribute(v)
+        C = _CARRIED_CLASSES[0]
+        if C and callable(v) and (_isinstance(o, C) or (_isinstance(o, type) and issubclass(o, C))):
+            # The methods of the patched formatters carry the evaluation to any
+            # thread they are handed to (their classes were patched when their
+            # module was first seen, before anything could be fetched from it).
+            return self.carry(v)
+        return self.value(v, o, n)
+
+    def dict_copy(self, o, d):
+        """o.__dict__ (vars(o)): a new dict holding the names the attribute gate
+        allows, each value as reading that attribute would give it (a value the
+        value gate refuses is left out). Writing into it changes nothing."""
+        try:
+            items = list(d.items())
+        except (AttributeError, TypeError):
+            raise self.denied('__dict__', '', 'magic', "'__dict__' is denied by the eval guard: this object's "
+                              "__dict__ is not a mapping the guard can filter.") from None
+        out = {}
+        verdict = self.P.attr_verdict
+        self.quiet += 1
+        try:
+            for k, x in items:
+                if _type(k) is not str or verdict(k) is not None:
+                    continue
+                try:
+                    out[k] = self.post(o, k, x)
+                except Denied:
+                    continue
+        finally:
+            self.quiet -= 1
+        return out
+
+    def value(self, v, parent=None, n=None):
+        """The value gate (__sb_ret__): what a call returns, a subscript, an item a
+        comprehension iterates, an attribute (post), a name taken from a module.
+        A module must pass the module gate; a helper that resolves names or source
+        from strings is replaced by its guarded form or refused."""
+        t = _type(v)
+        if t in _PLAIN:
+            return v
+        if t is _MODULE or _isinstance(v, _MODULE):
+            via = None
+            if parent is not None and (_type(parent) is _MODULE or _isinstance(parent, _MODULE)):
+                pn = _module_name(parent)
+                if pn is not None:
+                    via = pn + '.' + n
+            return self.module(v, via)
+        if _len(sys.modules) != _SEEN[0]:
+            _refresh()
+        f = v.__func__ if t is _METHOD else v
+        h = _HELPERS.get(id(f))
+        if h is not None and h[0] is f:
+            how, what = h[1], h[2]
+        else:
+            if _type(f) not in _NAMED_TYPES and not _isinstance(f, type):
+                return v
+            k = _names_of(f)
+            h = _HELPER_NAMES.get(k) if k is not None else None
+            if h is None:
+                return v
+            how, what = h
+        if not how.startswith('g_'):
+            raise self.denied(what, '', 'helper', "'%s' is denied by the eval guard: %s (no eval- rule grants it)."
+                              % (what, how))
+        return _getattr(self, how)(v, what)
+
+    def module(self, m, via=None):
+        """The module gate: m passes when eval-import allows its name (or the
+        dotted name it is registered under and was reached by), or when the
+        application supplied it; a module no rule grants is refused."""
+        i = id(m)
+        if i in self.mods_ok:
+            return m
+        name = _module_name(m)
+        if i not in _SIGHTED and name in _WATCHED_SET:
+            _sight(m, name)
+        names = [name] if name is not None else []
+        if via is not None and via != name and sys.modules.get(via) is m:
+            names.append(via)
+        never = None
+        for x in names:
+            never = never or _never(x)
+        ok = never is None and any(self.P.imp.allows(x) for x in names)
+        if not ok and i not in self.supplied_ids():
+            shown = name if name is not None else '<module>'
+            reached = " (reached as %s)" % via if via is not None and via != name else ''
+            if never is not None or name is None:
+                why = never or 'it has no name the eval-import rules can judge'
+                raise self.denied(shown, '', 'import', "the module '%s'%s is denied by the eval guard: %s (no eval- "
+                                  "rule grants it)." % (shown, reached, why))
+            fix = self.P.rule('eval-import', name)
+            raise self.denied(name, 'eval-import', 'import', "the module '%s'%s is denied by the eval guard: "
+                              "eval-import does not allow it. Add `%s` to allow it." % (name, reached, fix), fix)
+        self.mods_ok.add(i)
+        return m
+
+    def annot(self, v):
+        """An annotation (__sb_annot__): a string type is refused, since
+        typing.get_type_hints would evaluate it later with the raw eval."""
+        if _annot_has_string(v, 0):
+            raise self.denied('annotation', '', 'helper', "a string type annotation is denied by the eval guard: "
+                              "typing.get_type_hints evaluates it with the raw eval, outside the guard (no eval- "
+                              "rule grants it): write the type itself.")
         return v
 
     def unbound_alloc(self, cls, n, m):
@@ -1336,6 +1666,173 @@ class _State:
             finally:
                 _pop()
         return carried
+
+    # -- helpers that resolve names from strings (see _HELPER_SPECS)
+
+    def g_type(self, v, what):
+        # The metaclass: the type() shim stands for it, as for type(int).
+        b = self._builtins
+        return b['type'] if b and 'type' in b else self.s_type
+
+    def g_getattribute(self, v):
+        """A __getattribute__ or __getattr__ method: the name it is given passes
+        the attribute gate and what it returns passes post."""
+        st = self
+        if _type(v) in (_METHOD_WRAPPER, _METHOD, _BUILTIN_METHOD):
+            obj = v.__self__
+
+            def bound(name, *rest):
+                n = st.gate(name)
+                st.use(obj)
+                _refresh()
+                return st.post(obj, n, v(n, *rest))
+            return bound
+
+        def unbound(obj, name, *rest):
+            n = st.gate(name)
+            st.use(obj)
+            _refresh()
+            return st.post(obj, n, v(obj, n, *rest))
+        return unbound
+
+    def g_attrgetter(self, v, what):
+        st = self
+
+        def attrgetter(attr, *attrs):
+            chains = []
+            for a in (attr,) + attrs:
+                if not _isinstance(a, str):
+                    raise TypeError('attribute name must be a string')
+                chains.append(tuple(st.gate(p) for p in str.__str__(a).split('.')))
+
+            def get(obj):
+                out = []
+                for chain in chains:
+                    o = obj
+                    for p in chain:
+                        o = st.getattr(o, p)
+                    out.append(o)
+                return out[0] if _len(out) == 1 else tuple(out)
+            return get
+        return attrgetter
+
+    def g_methodcaller(self, v, what):
+        st = self
+
+        def methodcaller(name, *args, **kwargs):
+            if not _isinstance(name, str):
+                raise TypeError('method name must be a string')
+            n = st.gate(name)
+
+            def call(obj):
+                return st.getattr(obj, n)(*args, **kwargs)
+            return call
+        return methodcaller
+
+    def g_store(self, v, what):
+        st = self
+
+        def store(c, *a):
+            return v(st.writable(c), *a)
+        return store
+
+    def g_inplace(self, v, what):
+        st = self
+        op = _INPLACE_FUNCS[what.rsplit('.', 1)[1]]
+
+        def inplace(a, b):
+            return st.augop(op, a, b)
+        return inplace
+
+    def g_arith(self, v, what):
+        st = self
+        op = _ARITH_FUNCS[what.rsplit('.', 1)[1]]
+
+        def arith(a, b):
+            st.charge(op, a, b)
+            return v(a, b)
+        return arith
+
+    def g_getattr_static(self, v, what):
+        st = self
+
+        def getattr_static(obj, attr, *default):
+            n = st.gate(attr)
+            st.use(obj)
+            _refresh()
+            return st.post(obj, n, v(obj, n, *default))
+        return getattr_static
+
+    def g_unwrap(self, v, what):
+        st = self
+
+        def unwrap(func, *, stop=None):
+            st.gate('__wrapped__')
+            return v(func, stop=stop)
+        return unwrap
+
+    def g_no_eval_str(self, v, what):
+        st = self
+
+        def no_eval_str(*a, **k):
+            if k.get('eval_str'):
+                raise st.denied(what, '', 'helper', "'%s' with eval_str=True is denied by the eval guard: it "
+                                "evaluates string annotations with the raw eval (no eval- rule grants it)." % what)
+            return v(*a, **k)
+        return no_eval_str
+
+    def g_fields(self, v, what):
+        st = self
+        deep = not what.endswith('.replace')
+
+        def fields(*a, **k):
+            if a:
+                st.gate_fields(a[0], deep)
+            return v(*a, **k)
+        return fields
+
+    def gate_fields(self, obj, deep):
+        """Every field name a dataclass helper reads by name (asdict and astuple
+        recurse into nested dataclasses, lists, tuples and dicts) passes the
+        attribute gate."""
+        dc = sys.modules.get('dataclasses')
+        fields = _getattr(dc, 'fields', None)
+        stack = [obj]
+        seen = set()
+        while stack:
+            o = stack.pop()
+            if id(o) in seen:
+                continue
+            seen.add(id(o))
+            t = _type(o)
+            if fields is not None and not _isinstance(o, type) and _hasattr(t, '__dataclass_fields__'):
+                for f in fields(o):
+                    self.gate(f.name)
+                    if deep:
+                        stack.append(_getattr(o, f.name))
+            elif deep and _isinstance(o, (list, tuple)):
+                stack.extend(o)
+            elif deep and _isinstance(o, dict):
+                stack.extend(o.keys())
+                stack.extend(o.values())
+
+    def g_make_dataclass(self, v, what):
+        st = self
+
+        def make_dataclass(cls_name, fields, *a, **k):
+            fields = list(fields)
+            for f in fields:
+                name = f if _isinstance(f, str) else (f[0] if _isinstance(f, (tuple, list)) and f else None)
+                if name is not None:
+                    st.gate(name)
+                if _isinstance(f, (tuple, list)) and _len(f) > 1:
+                    st.annot(f[1])
+            ns = k.get('namespace')
+            if ns is not None:
+                for key in ns:
+                    st.gate(key)
+            return v(cls_name, fields, *a, **k)
+        return make_dataclass
 
     # -- str.format
 
@@ -1425,7 +1922,7 @@ class _State:
             'getattr': self.s_getattr, 'hasattr': self.s_hasattr, 'vars': self.s_vars, 'setattr': self.s_setattr,
             'delattr': self.s_delattr, 'type': self.s_type, 'dir': self.s_dir, 'globals': self.s_globals,
             'locals': self.s_locals, 'breakpoint': self.s_breakpoint, 'pow': self.s_pow, 'format': self.s_format,
-            'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile,
+            'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile, 'help': self.s_help,
         }
         b = {}
         for name in P.builtin_names:
@@ -1433,13 +1930,13 @@ class _State:
             if s is not None:
                 b[name] = s
                 self.own.add(id(s))
-            elif name == '__import__':
-                b[name] = _user_import
-            else:
+            elif name != '__import__':
                 b[name] = _RAW[name]
         if P.classes and '__build_class__' not in b:
             b['__build_class__'] = _RAW['__build_class__']
-        if P.import_syntax and '__import__' not in b:
+        if P.import_syntax or '__import__' in P.builtin_names:
+            # One import for the statements and for __import__() granted by
+            # eval-call: eval-import judges every module, then the Python layer.
             b['__import__'] = self.s_import
             self.own.add(id(b['__import__']))
         # Marks a builtins dict the guard built (no source can name the key).
@@ -1460,7 +1957,7 @@ class _State:
             if '__builtins__' in names and self.P.namespace == 'closed':
                 raise ValueError('eval guard: names may not hold __builtins__ under eval-namespace=closed')
             ns.update(names)
-            self.sources.append(names)
+            self.sources.append(dict(names))
         return ns
 
     def inplace(self, g):
@@ -1470,22 +1967,30 @@ class _State:
         if cur is None or (_type(cur) is dict and cur.get('__sb_builtins__') is True):
             # Missing, or left by an earlier evaluation (its shims belong to it).
             g['__builtins__'] = self.builtins()
-        self.sources.append(g)
+        self.sources.append(dict(g))  # as supplied, before the code binds anything
         g.update(self.helpers)
         return g
 
-    def mark_supplied(self, extra=()):
+    def supplied_ids(self):
         """The ids of the objects the application supplied (names, the caller's
-        globals and locals, and what their containers hold), which evaluated
-        code may not write into."""
+        globals and locals as they were when given, and what their containers
+        hold), which evaluated code may not write into; computed on first use,
+        then for each namespace supplied later."""
         sup = self.supplied
         if sup is None:
             sup = self.supplied = set()
-        budget = 200000
+        if self.walked == _len(self.sources):
+            return sup
         stack = []
-        for src in list(self.sources) + list(extra):
-            stack.extend(v for k, v in src.items()
+        for src in self.sources[self.walked:]:
+            try:
+                items = list(src.items())
+            except Exception:
+                items = []  # a mapping evaluated code passed as locals
+            stack.extend(v for k, v in items
                          if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)))
+        self.walked = _len(self.sources)
+        budget = 200000
         while stack and budget > 0:
             o = stack.pop()
             i = id(o)
@@ -1498,10 +2003,12 @@ class _State:
                 stack.extend(o)
             elif t is dict:
                 stack.extend(o.values())
+        return sup
 
     def execute(self, code, ns, locals_, mode, writable):
-        if writable:
-            self.mark_supplied(() if locals_ is None or locals_ is ns else (locals_,))
+        if locals_ is not None and locals_ is not ns:
+            self.sources.append(dict(locals_) if _type(locals_) is dict else locals_)
+        _refresh()
         _push(self)
         self.active += 1
         try:
@@ -1565,10 +2072,10 @@ class _State:
 
     def s_type(self, *a, **k):
         if _len(a) == 1 and not k:
-            t = _type(a[0])
             # The metaclass itself would be the class factory: the shim stands
-            # for it (type(int) is type holds in the evaluated code).
-            return self._builtins['type'] if t is type and self._builtins and 'type' in self._builtins else t
+            # for it (type(int) is type holds in the evaluated code); any other
+            # type passes the value gate (a helper's class, FunctionType).
+            return self.value(_type(a[0]))
         raise self.denied('type', 'eval-call', 'call', "type() with three arguments creates a class: it is denied "
                           "by the eval guard (only type(x) is allowed).")
 
@@ -1598,6 +2105,10 @@ class _State:
         raise self.denied('breakpoint', 'eval-call', 'call', "breakpoint() is denied by the eval guard (no eval- "
                           "rule grants it).")
 
+    def s_help(self, *a, **k):
+        raise self.denied('help', 'eval-call', 'call', "help() is denied by the eval guard: it resolves dotted names "
+                          "from strings and imports modules by name, around eval-import (no eval- rule grants it).")
+
     def s_pow(self, base, exp, mod=None):
         if mod is None:
             return self.binop('**', base, exp)
@@ -1609,30 +2120,71 @@ class _State:
         return _format(value, spec)
 
     def s_import(self, name, globals=None, locals=None, fromlist=(), level=0):
+        """import and from-import (and __import__() when eval-call grants it):
+        the module passes eval-import, then the Python layer's import rules.
+        With a fromlist the result is a holder of the names taken, each through
+        the attribute gate, each module among them through the module gate."""
         if level:
             raise self.denied(name, 'eval-import', 'import', 'relative imports are denied by the eval guard: name '
                               'the module in full.')
         if _type(name) is not str:
             raise TypeError('module name must be str, not %s' % _type(name).__name__)
-        if not self.P.imp.allows(name):
-            raise self.denied(name, 'eval-import', 'import', "importing '%s' is denied by the eval guard. Add "
-                              "`%s` to allow it." % (name, self.P.rule('eval-import', name)), self.P.rule('eval-import', name))
-        if fromlist:
-            _user_import(name, None, None, (), 0)
+        self.import_gate(name)
+        if not fromlist:
+            # The root module: bound by `import a.b` (the statement's root is
+            # checked statically), walked by `import a.b as c` (the module
+            # registered as a.b is granted by its name); an __import__() call's
+            # result passes the value gate.
+            root = self.imported(name, ())
             leaf = sys.modules.get(name)
-            for item in fromlist:
-                if _type(item) is not str:
-                    raise TypeError('Item in from list must be str')
-                if item == '*':
-                    raise self.denied(name + '.*', 'eval-import', 'import', 'a star import is denied by the eval '
-                                      'guard: import the names you need.')
-                if leaf is not None and not _hasattr(leaf, item):
-                    sub = name + '.' + item
-                    if not self.P.imp.allows(sub):
-                        raise self.denied(sub, 'eval-import', 'import', "importing '%s' is denied by the eval "
-                                          "guard. Add `%s` to allow it." % (sub, self.P.rule('eval-import', sub)),
-                                          self.P.rule('eval-import', sub))
-        return _user_import(name, None, None, fromlist, 0)
+            if leaf is not None:
+                self.mods_ok.add(id(leaf))
+            return root
+        items = []
+        for item in fromlist:
+            if _type(item) is not str:
+                raise TypeError('Item in from list must be str')
+            if item == '*':
+                raise self.denied(name + '.*', 'eval-import', 'import', 'a star import is denied by the eval '
+                                  'guard: import the names you need.')
+            items.append(self.gate(item))
+        self.imported(name, ())
+        leaf = sys.modules.get(name)
+        for item in items:
+            if leaf is not None and not _hasattr(leaf, item):
+                self.import_gate(name + '.' + item)  # it would import a submodule
+        mod = self.imported(name, tuple(items))
+        self.mods_ok.add(id(mod))
+        holder = _FromList()
+        d = holder.__dict__
+        for item in items:
+            try:
+                v = _getattr(mod, item)
+            except AttributeError:
+                raise ImportError('cannot import name %r from %r' % (item, name), name=name) from None
+            d[item] = self.post(mod, item, v)
+        return holder
+
+    def import_gate(self, name):
+        never = _never(name)
+        if never is not None:
+            raise self.denied(name, '', 'import', "importing '%s' is denied by the eval guard: %s (no eval- rule "
+                              "grants it)." % (name, never))
+        if not self.P.imp.allows(name):
+            fix = self.P.rule('eval-import', name)
+            raise self.denied(name, 'eval-import', 'import', "importing '%s' is denied by the eval guard. Add "
+                              "`%s` to allow it." % (name, fix), fix)
+
+    def imported(self, name, fromlist):
+        self.importing += 1
+        try:
+            return _user_import(name, None, None, fromlist, 0)
+        finally:
+            self.importing -= 1
+            _refresh()
+            m = sys.modules.get(name)
+            if m is not None and id(m) not in _SIGHTED and name in _WATCHED_SET:
+                _sight(m, name)
 
     def s_eval(self, source, globals=None, locals=None):
         return self.nested('eval', source, globals, locals)
@@ -1657,8 +2209,8 @@ class _State:
             if _type(g) is not dict:
                 raise TypeError('globals must be a dict')
             ns = self.inplace(g)
-        if writable:
-            self.mark_supplied(() if l is None else (l,))
+        if l is not None:
+            self.sources.append(dict(l) if _type(l) is dict else l)
         self.active += 1
         try:
             if mode == 'eval':
@@ -1729,16 +2281,181 @@ _ALLOC_METHODS = {
 }
 
 
+# ---------------------------------------------------------------- the value gate's tables
+
+_GETATTR_NAMES = ('__getattribute__', '__getattr__')
+_INPLACE_FUNCS = {
+    'iadd': '+=', 'iconcat': '+=', 'isub': '-=', 'imul': '*=', 'imatmul': '@=', 'itruediv': '/=',
+    'ifloordiv': '//=', 'imod': '%=', 'ipow': '**=', 'ilshift': '<<=', 'irshift': '>>=', 'ior': '|=',
+    'ixor': '^=', 'iand': '&=',
+}
+_ARITH_FUNCS = {'add': '+', 'concat': '+', 'mul': '*', 'pow': '**', 'lshift': '<<', 'mod': '%'}
+
+_UNPICKLE = 'unpickling resolves module and attribute names from its data to any object (find_class)'
+_COPYREG = 'it changes how every object of a type is copied and pickled, process-wide'
+_MEMBERS = 'it reads every attribute of an object around the attribute gate (use dir() and getattr())'
+_FRAMES = 'it captures frames (frame capture is always refused)'
+_CODE_FACTORY = 'it builds code objects or functions from raw parts, around the rewrite and the budgets'
+
+_OPERATOR_SPECS = tuple([('attrgetter', 'g_attrgetter'), ('methodcaller', 'g_methodcaller'), ('setitem', 'g_store'),
+                         ('delitem', 'g_store')]
+                        + [(f, 'g_inplace') for f in _INPLACE_FUNCS] + [(f, 'g_arith') for f in _ARITH_FUNCS])
+
+# The helpers that resolve attribute names, module names or source text from
+# strings, by module: (attribute path, treatment). A treatment 'g_<x>' names the
+# _State method returning the guarded form; any other text is the reason the
+# helper is refused. Found by identity once their module is loaded (an alias
+# such as _operator.attrgetter is the same object). The rest of the family is
+# handled where it happens: getattr, hasattr, vars, dir (shims), str.format and
+# format_map (template checks), string.Formatter and logging's '{' style
+# (patched, see _PATCHES), __getattribute__ and __getattr__ (post), typing's
+# string types (patched), annotations (__sb_annot__).
+_HELPER_SPECS = {
+    'builtins': (('type', 'g_type'),),
+    '_operator': _OPERATOR_SPECS,
+    'operator': _OPERATOR_SPECS,
+    'pickle': tuple((f, _UNPICKLE) for f in ('loads', 'load', 'Unpickler', '_loads', '_load', '_Unpickler')),
+    '_pickle': tuple((f, _UNPICKLE) for f in ('loads', 'load', 'Unpickler')),
+    'copyreg': tuple((f, _COPYREG) for f in ('pickle', 'constructor', 'add_extension', 'remove_extension',
+                                              'clear_extension_cache')),
+    'inspect': (('getattr_static', 'g_getattr_static'), ('unwrap', 'g_unwrap'), ('signature', 'g_no_eval_str'),
+                ('Signature.from_callable', 'g_no_eval_str'), ('get_annotations', 'g_no_eval_str'),
+                ('getmembers', _MEMBERS), ('getmembers_static', _MEMBERS),
+                ('getclosurevars', "it reads a function's globals, builtins and closure"))
+    + tuple((f, _FRAMES) for f in ('currentframe', 'stack', 'trace', 'getouterframes', 'getinnerframes',
+                                    'getframeinfo', 'getargvalues', 'getgeneratorlocals', 'getcoroutinelocals',
+                                    'getasyncgenlocals')),
+    'dataclasses': (('asdict', 'g_fields'), ('astuple', 'g_fields'), ('replace', 'g_fields'),
+                    ('make_dataclass', 'g_make_dataclass')),
+    'pkgutil': (('resolve_name', 'it resolves a dotted name from a string to any object'),),
+    'importlib': (('reload', "it runs a module's code again, in place"),),
+    'types': (('FunctionType', _CODE_FACTORY), ('CodeType', _CODE_FACTORY)),
+}
+
+_HELPERS = {}       # id(helper) -> (helper, treatment, qualified name)
+_HELPER_NAMES = {}  # (__module__, __qualname__) of a helper -> (treatment, qualified name)
+_SIGHTED = {}       # id(module) -> module: the module objects whose helpers and patches are in place
+_SEEN = [-1]        # len(sys.modules) at the last complete refresh
+
+
+def _module_name(m):
+    try:
+        n = _MOD_DICT(m).get('__name__')
+    except (TypeError, AttributeError):
+        return None
+    return n if _type(n) is str else None
+
+
+def _names_of(o):
+    """(__module__, __qualname__) of a function or a class, else None: a helper
+    made again (its module imported anew) keeps them."""
+    try:
+        mod = _getattr(o, '__module__', None)
+        qn = _getattr(o, '__qualname__', None)
+    except Exception:
+        return None
+    if _type(mod) is str and _type(qn) is str:
+        return (mod, qn)
+    return None
+
+
+def _sight(m, name):
+    """Register the helpers and install the patches of the watched module m (a
+    module object seen for the first time: a module imported anew is another
+    object)."""
+    _SIGHTED[id(m)] = m
+    for path, how in _HELPER_SPECS.get(name, ()):
+        o = m
+        for part in path.split('.'):
+            o = _getattr(o, part, None)
+            if o is None:
+                break
+        if o is None:
+            continue
+        if _type(o) is _METHOD:
+            o = o.__func__  # a classmethod: known by its function
+        q = name + '.' + path
+        _HELPERS[id(o)] = (o, how, q)
+        k = _names_of(o)
+        if k is not None:
+            _HELPER_NAMES[k] = (how, q)
+    patch = _PATCHES.get(name)
+    if patch is not None:
+        patch(m)
+    carried = [C for mod, cls in _CARRIED if mod == name for C in (_MOD_DICT(m).get(cls),) if _isinstance(C, type)]
+    if carried:
+        _CARRIED_CLASSES[0] = _CARRIED_CLASSES[0] + tuple(C for C in carried if C not in _CARRIED_CLASSES[0])
+
+
+def _refresh():
+    """Register the helpers and install the patches of every watched module
+    loaded since the last call. Cheap when sys.modules has not grown; it runs
+    before evaluated code can fetch anything from a newly loaded module (an
+    attribute read, an import, the value gate), so a patch holds from the first
+    call; the module gate does the same for a module it sees for the first time."""
+    mods = sys.modules
+    n = _len(mods)
+    if n == _SEEN[0]:
+        return
+    complete = True
+    for name in _WATCHED:
+        m = mods.get(name)
+        if m is None or id(m) in _SIGHTED:
+            continue
+        try:
+            d = _MOD_DICT(m)
+        except TypeError:
+            continue
+        if _getattr(d.get('__spec__'), '_initializing', False):
+            complete = False  # being imported (by another thread): next time
+            continue
+        _sight(m, name)
+    if complete:
+        _SEEN[0] = n
+
+
+def _annot_has_string(v, depth):
+    """True when the annotation v holds a string type (a str, a ForwardRef, or
+    one inside a generic alias or a union) that typing would evaluate."""
+    t = _type(v)
+    if t is str or _isinstance(v, str):
+        return True
+    if t in _PLAIN or depth > 10:
+        return False
+    if t.__name__ == 'ForwardRef':
+        return True
+    if _getattr(t, '__module__', None) not in ('typing', 'types', 'typing_extensions'):
+        return False
+    origin = _getattr(v, '__origin__', None)
+    if _getattr(origin, '_name', None) == 'Literal':
+        return False
+    args = _getattr(v, '__args__', None)
+    if _type(args) is tuple:
+        for a in args:
+            if _annot_has_string(a, depth + 1):
+                return True
+    return False
+
+
+class _FromList:
+    """What a from-import receives from the guarded __import__: the names taken,
+    each one gated (CPython's import reads them as attributes)."""
+
+
+# ---------------------------------------------------------------- process-wide patches
+
 def _patch_formatter(F):
-    """string.Formatter.get_field checks every field it receives while an
-    evaluation runs on the current thread (process-wide, once)."""
+    """string.Formatter checks, while an evaluation runs (see _state_here),
+    every field get_field resolves (its attribute components pass the attribute
+    gate) and every spec format_field applies (charged to eval-max-alloc).
+    Process-wide, once. Returns True when the class was patched already."""
     cur = F.__dict__.get('get_field')
     if cur is None or _getattr(cur, '_sb_guarded', False):
-        return
+        return True
     orig = cur
 
     def get_field(self, field_name, args, kwargs):
-        st = _current()
+        st = _state_here()
         if st is not None:
             first, rest = _string.formatter_field_name_split(field_name)
             for is_attr, n in rest:
@@ -1747,7 +2464,80 @@ def _patch_formatter(F):
         return orig(self, field_name, args, kwargs)
     get_field._sb_guarded = True
     get_field.__doc__ = orig.__doc__
+    ff = F.__dict__.get('format_field')
+    if ff is not None:
+        def format_field(self, value, format_spec):
+            st = _state_here()
+            if st is not None and _type(format_spec) is str and format_spec:
+                st.alloc('a format spec', _spec_size(format_spec))
+            return ff(self, value, format_spec)
+        format_field.__doc__ = ff.__doc__
+        F.format_field = format_field
     F.get_field = get_field
+    return False
+
+
+def _patch_string(m):
+    F = _MOD_DICT(m).get('Formatter')
+    if _isinstance(F, type):
+        _patch_formatter(F)
+
+
+def _patch_logging(m):
+    """logging's '{' style formats records with str.format: while an
+    evaluation runs (see _state_here) its template is checked field by field
+    when the style is built and when it formats (a formatter built elsewhere,
+    on a thread of the application, is checked when the evaluation uses it)."""
+    S = _MOD_DICT(m).get('StrFormatStyle')
+    if not _isinstance(S, type) or _getattr(S.__dict__.get('__init__'), '_sb_guarded', False):
+        return
+    orig = S.__init__
+
+    def __init__(self, *a, **k):
+        orig(self, *a, **k)
+        st = _state_here()
+        if st is not None and not st.importing:
+            st.check_template(self._fmt)
+    __init__._sb_guarded = True
+    S.__init__ = __init__
+    fmt = S.__dict__.get('_format')
+    if fmt is not None:
+        def _format(self, record):
+            st = _state_here()
+            if st is not None and not st.importing:
+                st.check_template(self._fmt)
+            return fmt(self, record)
+        S._format = _format
+
+
+def _patch_typing(m):
+    """A string type (typing.ForwardRef, made from a str by List['x'] and the
+    like) is evaluated later by typing with the raw eval: none may be made while
+    an evaluation runs (see _state_here; imports it asks for aside)."""
+    FR = _MOD_DICT(m).get('ForwardRef')
+    if not _isinstance(FR, type) or _getattr(FR.__dict__.get('__init__'), '_sb_guarded', False):
+        return
+    orig = FR.__init__
+
+    def __init__(self, *a, **k):
+        st = _state_here()
+        if st is not None and not st.importing:
+            raise st.denied('typing.ForwardRef', '', 'helper', "a string type (typing.ForwardRef) is denied by the "
+                            "eval guard: typing evaluates it with the raw eval, outside the guard (no eval- rule "
+                            "grants it): write the type itself.")
+        orig(self, *a, **k)
+    __init__._sb_guarded = True
+    FR.__init__ = __init__
+
+
+# The classes whose methods carry the evaluation (see _State.post_value), and
+# those of the modules seen so far.
+_CARRIED = (('string', 'Formatter'), ('logging', 'Formatter'), ('logging', 'PercentStyle'))
+_CARRIED_CLASSES = [()]
+_PATCHES = {'string': _patch_string, 'logging': _patch_logging, 'typing': _patch_typing,
+            'annotationlib': _patch_typing}
+_WATCHED = tuple(sorted(set(_HELPER_SPECS) | set(_PATCHES)))
+_WATCHED_SET = frozenset(_WATCHED)
 
 
 def _make_user_import():
@@ -1902,7 +2692,9 @@ def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
 
     The namespace holds __builtins__ built from eval-call (with guarded shims),
     the helpers, and names (the caller's data: evaluated code cannot write into
-    it, or into the containers it holds, through subscripts). Under
+    it, or into the containers it holds, through subscripts, augmented
+    assignment or operator's setitem and in-place functions; a module it holds
+    may be used as given). Under
     eval-namespace=closed names may not hold __builtins__; under adaptive a
     __builtins__ in names is honoured as given; under caller the source runs with
     the raw builtins, unchecked and without budgets (debugging only).
