@@ -184,7 +184,7 @@ func completeWords(words []string, cur string) completionResult {
 		r.cands = append(r.cands, candidate{"--help", "show the help"})
 		if c.rules {
 			for _, k := range ruleKeys {
-				if !k.hidden {
+				if !k.hidden && !k.fileOnly && c.lookup(k.name, "") == nil {
 					r.cands = append(r.cands, candidate{"--" + k.name + "=", "rule: " + k.help})
 				}
 			}

@@ -21,6 +21,9 @@ type ruleKey struct {
 	help     string
 	complete valueKind
 	hidden   bool
+	// fileOnly keys are not offered as --KEY= options: learn= (call has
+	// --learn, run and eval cannot learn).
+	fileOnly bool
 }
 
 var ruleKeys = []ruleKey{
@@ -47,7 +50,7 @@ var ruleKeys = []ruleKey{
 	{name: "eval-max-leaked-threads", help: "eval: threads left running"},
 	{name: "py-sandbox", help: "the Python layer on or off", complete: valueBool},
 	{name: "os-sandbox", help: "the OS provider", complete: valueProvider},
-	{name: "learn", help: "learn the rules into FILE instead of enforcing them", complete: valueFile},
+	{name: "learn", help: "learn the rules into FILE instead of enforcing them", complete: valueFile, fileOnly: true},
 	{name: "remote-result-mode", help: "results of calls: data-only or objects", complete: valueResultMode},
 	{name: "remote-result-guard", help: "the guarded decoder of call results", complete: valueBool},
 	{name: "port", hidden: true},

@@ -169,7 +169,7 @@ func (c *command) unknown(a string) error {
 	isRule := map[string]bool{}
 	if c.rules {
 		for _, k := range ruleKeys {
-			if !k.hidden && !slices.Contains(cands, k.name) {
+			if !k.hidden && !k.fileOnly && !slices.Contains(cands, k.name) {
 				cands = append(cands, k.name)
 				isRule[k.name] = true
 			}
