@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
+	"reflect"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -99,5 +101,33 @@ func TestUserHandler(t *testing.T) {
 	log.Log(context.Background(), slog.LevelInfo, "info")
 	if b.String() != "pysandboxes run: debug: step (g.n: 1)\npysandboxes run: debug: info\n" {
 		t.Errorf("verbose: %q", b.String())
+	}
+}
+
+// TestREADMEDescribesTheCommand: the README's section "The command" names every
+// command and every field of the JSON shapes of check and probe.
+func TestREADMEDescribesTheCommand(t *testing.T) {
+	text, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n## The command\n")
+	if !ok {
+		t.Fatal("README.md has no section \"The command\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, c := range commands() {
+		if !strings.Contains(section, "pysandboxes "+c.name+" ") {
+			t.Errorf("README does not show pysandboxes %s", c.name)
+		}
+	}
+	for _, v := range []any{checkReport{}, checkProblem{}, probeReport{}, probeProvider{}, probeDetail{}, probeCap{}} {
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if !strings.Contains(section, `"`+tag+`"`) && !strings.Contains(section, "`"+tag+"`") {
+				t.Errorf("README does not name the field %q of %s", tag, rt.Name())
+			}
+		}
 	}
 }

@@ -44,7 +44,8 @@ The source is checked against the profile's sub-language (eval-syntax, eval-call
 eval-attribute, eval-import, eval-magic), rewritten to charge its budgets, and run
 under the OS provider, the Python layer and hard limits: eval-timeout kills the
 process even inside a blocking C call; its memory and processor time are bounded.
-What the code prints goes to standard output and error as it is printed.
+What the code prints goes to standard output and error as it is printed. A SOURCE
+that starts with "-" follows "--": pysandboxes eval -- -1.
 `,
 		options: o.commonOpts(true,
 			&option{name: "profile", arg: "NAME", help: "the eval profile (eval-<key>:NAME= rules; default: the rules without a suffix)",
