@@ -80,6 +80,8 @@ func TestUsageErrorsExit2(t *testing.T) {
 		{[]string{"run", "--no-config=yes", "--", "/bin/true"}, `option --no-config takes no value (got "--no-config=yes")`},
 		{[]string{"run", "-x", "--", "/bin/true"}, "unknown option -x"},
 		{[]string{"run", "--=1", "--", "/bin/true"}, "a name must follow --"},
+		{[]string{"run", "--expose-ro", "/data", "--", "/bin/true"}, "rule --expose-ro takes its value after '=' (--expose-ro=/data)"},
+		{[]string{"eval", "--eval-syntax", "arith", "1+1"}, "rule --eval-syntax takes its value after '='"},
 		{[]string{"call", "--bogus", "m:f"}, "unknown option or rule --bogus"},
 		{[]string{"call", "--config"}, "option --config needs a value (FILE)"},
 		{[]string{"call", "--no-config"}, "no function given"},

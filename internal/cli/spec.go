@@ -136,6 +136,12 @@ func (c *command) parse(args []string) (*parsed, error) {
 			if err := checkRuleKey(name, c); err != nil {
 				return nil, err
 			}
+			if next := i + 1; !hasValue && next < len(args) && args[next] != "-" && !strings.HasPrefix(args[next], "-") {
+				// "--expose-ro /data": the value of a rule follows "=", always;
+				// taking /data for the command would run the wrong thing.
+				return nil, usagef("rule --%s takes its value after '=' (--%s=%s); to give it empty before the operands, write --%s= or end the options with --",
+					name, name, args[next], name)
+			}
 			p.rules = append(p.rules, name+"="+value)
 			continue
 		}
@@ -203,7 +209,7 @@ func (c *command) help() string {
 	helpLine(&b, "-h, --help", "show this help")
 	if c.rules {
 		helpLine(&b, "--RULE=VALUE", "a rule line RULE=VALUE, as in a rule file (e.g. --expose-ro=/data, "+
-			"--net='ALLOW|tcp|example.com|443|OUT'); --RULE alone is RULE=. The rules: "+ruleNames()+
+			"--net='ALLOW|tcp|example.com|443|OUT'), the value always after '='; --RULE= is RULE=. The rules: "+ruleNames()+
 			", PROVIDER.PARAM")
 	}
 	if len(c.exits) > 0 {
