@@ -2,14 +2,17 @@
 // reports what the OS providers of this host can enforce, calls Python functions
 // and evaluates Python source in a sandbox.
 //
-//	pysandboxes check [FILE]
-//	pysandboxes run [--config FILE] [--os-sandbox NAME] [--RULE=VALUE ...] -- CMD [ARGS...]
-//	pysandboxes probe
-//	pysandboxes call [--config FILE] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]
-//	pysandboxes eval [--config FILE] [--RULE=VALUE ...] [--profile NAME] [--exec] SOURCE
+//	pysandboxes check [--json] [-v] [FILE]
+//	pysandboxes run [OPTIONS] [--RULE=VALUE ...] [--] CMD [ARGS...]
+//	pysandboxes probe [--json] [-v] [PROVIDER ...]
+//	pysandboxes call [OPTIONS] [--learn[=FILE]] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]
+//	pysandboxes eval [OPTIONS] [--RULE=VALUE ...] [--profile NAME] [--exec] SOURCE
+//	pysandboxes version (or --version)
+//	pysandboxes completion bash|zsh|fish
 //
-// Every OS provider of the module is linked in: landlock, unshare, bwrap,
-// firejail (and subprocess, none).
+// "pysandboxes COMMAND --help" lists the options of a command and its exit
+// status; a bad command line exits 2. Every OS provider of the module is linked
+// in: landlock, unshare, bwrap, firejail (and subprocess, none).
 package main
 
 import (

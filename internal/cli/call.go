@@ -4,51 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
-
-const callUsage = `Usage: pysandboxes call [OPTIONS] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]
-
-Calls the Python function MODULE:FUNC in a sandboxed worker under the policy of a
-rule file (default: the one found from the working directory) plus the rules given
-on the command line, and prints its result as JSON on standard output.
-
-Each JSON-ARG is one positional argument, a JSON text: null → None, true/false →
-bool, integers → int (any size), other numbers → float, strings → str, arrays →
-list, objects → dict. The result prints bytes as base64, tuples and sets as
-arrays, big ints as numbers, dicts with other than string keys as [key, value]
-pairs, dates and times in ISO 8601, a timedelta as seconds.
-
-What the function prints goes to standard output and error as it is printed,
-before the result.
-
-Options:
-  --config FILE              the rule file
-  --no-config                use only the rules of the command line
-  --os-sandbox NAME          the OS provider (overrides os-sandbox=; see pysandboxes probe)
-  --accept-unenforced CAPS   accept that the OS layer does not enforce these
-                             capabilities (comma list, e.g. files-read,net-hosts)
-  --python PATH              the Python interpreter (default: PYSANDBOXES_PYTHON,
-                             then python3 resolved to the real interpreter)
-  --path DIR                 put DIR first on the worker's sys.path (repeatable; the
-                             policy must expose it)
-  --dir DIR                  the worker's working directory
-  --init MODULE:FUNC         a function the worker runs once it has started
-  --timeout DURATION         give up the call after DURATION (e.g. 30s); the worker
-                             is killed
-  -v, --verbose              debug output on stderr
-  --RULE=VALUE               a rule line RULE=VALUE (e.g. --expose-ro=/data,
-                             --net='ALLOW|tcp|example.com|443|OUT'); --RULE alone is RULE=
-
-Exit status: 0 with the result printed; 1 when the function raised (the class,
-message and remote traceback are printed on standard error; a refusal of the
-sandbox says so and names the rule); 2 for a bad command line; 3 when the sandbox
-or the worker failed (bad rules, refused policy, crash, timeout, a result that
-cannot be decoded).
-`
 
 // Exit codes of pysandboxes call.
 const (
@@ -62,39 +26,78 @@ type callOptions struct {
 	dir     string
 	init    string
 	timeout time.Duration
+	learn   *string
 	fn      string
 	args    []any
 }
 
-var callValueOptions = map[string]bool{
-	"config": true, "os-sandbox": true, "accept-unenforced": true, "python": true,
-	"path": true, "dir": true, "init": true, "timeout": true,
+func callCommand(o *callOptions) *command {
+	return &command{
+		name:     "call",
+		synopsis: "[OPTIONS] [--RULE=VALUE ...] MODULE:FUNC [JSON-ARG ...]",
+		summary:  "call a Python function in a sandboxed worker, print its result as JSON",
+		about: `Calls the Python function MODULE:FUNC in a sandboxed worker under the policy of a
+rule file (default: the one found from the working directory) plus the rules given
+on the command line, and prints its result as JSON on standard output.
+
+Each JSON-ARG is one positional argument, a JSON text: null -> None, true/false ->
+bool, integers -> int (any size), other numbers -> float, strings -> str, arrays ->
+list, objects -> dict. The result prints bytes as base64, tuples and sets as
+arrays, big ints as numbers, dicts with other than string keys as [key, value]
+pairs, dates and times in ISO 8601, a timedelta as seconds.
+
+What the function prints goes to standard output and error as it is printed,
+before the result.
+
+With --learn, nothing is enforced: what the function does (files, imports, network,
+environment, sensitive calls) is recorded, and the rules are merged into FILE (default:
+the rule file, or ./.py-sandboxes) when the call ends, for review. A missing rule
+file is then started from the built-in template. A rule file holding learn=false
+refuses it.
+`,
+		options: o.commonOpts(true,
+			&option{name: "path", arg: "DIR", complete: valueDir,
+				help: "put DIR first on the worker's sys.path (repeatable; the policy must expose it)",
+				set:  func(v string) error { o.paths = append(o.paths, v); return nil }},
+			&option{name: "dir", arg: "DIR", complete: valueDir, help: "the worker's working directory",
+				set: func(v string) error { o.dir = v; return nil }},
+			&option{name: "init", arg: "MODULE:FUNC", help: "a function the worker runs once it has started",
+				set: func(v string) error { o.init = v; return nil }},
+			&option{name: "timeout", arg: "DURATION", help: "give up the call after DURATION (e.g. 30s); the worker is killed",
+				set: func(v string) (err error) { o.timeout, err = parseDuration(v); return err }},
+			&option{name: "learn", arg: "FILE", optional: true, complete: valueFile,
+				help: "learn the rules instead of enforcing them, into FILE (default: the rule file)",
+				set:  func(v string) error { o.learn = &v; return nil }},
+		),
+		rules: true,
+		exits: []exitCode{
+			{"0", "the result was printed"},
+			{"1", "the function raised (the class, message and remote traceback are printed on standard " +
+				"error; a refusal of the sandbox says so and names the rule)"},
+			{"2", "a bad command line (an unknown option or rule, a bad value, an argument that is not JSON)"},
+			{"3", "the sandbox or the worker failed (bad rules, refused policy, crash, timeout, a result " +
+				"that cannot be decoded, learning could not write its file)"},
+		},
+	}
 }
 
-func parseCallArgs(args []string) (*callOptions, error) {
-	o := &callOptions{}
-	i, err := o.parse(args, callValueOptions, false, nil, o.set)
-	if err != nil {
-		return nil, err
+// parseCallOperands reads MODULE:FUNC and the JSON arguments.
+func (o *callOptions) parseCallOperands(operands []string) error {
+	if len(operands) == 0 {
+		return usagef("no function given (MODULE:FUNC)")
 	}
-	if i >= len(args) {
-		return nil, errors.New("no function given (MODULE:FUNC)")
-	}
-	o.fn = args[i]
+	o.fn = operands[0]
 	if !strings.Contains(o.fn, ":") {
-		return nil, fmt.Errorf("function %q: expected MODULE:FUNC, such as json:dumps", o.fn)
+		return usagef("function %q: expected MODULE:FUNC, such as json:dumps", o.fn)
 	}
-	for k, a := range args[i+1:] {
+	for k, a := range operands[1:] {
 		v, err := decodeJSONArg(a)
 		if err != nil {
-			return nil, fmt.Errorf("argument %d %s: not JSON: %v", k+1, quoteArg(a), err)
+			return usagef("argument %d %s: not JSON: %v", k+1, quoteArg(a), err)
 		}
 		o.args = append(o.args, v)
 	}
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return o.check()
 }
 
 func quoteArg(s string) string {
@@ -104,43 +107,23 @@ func quoteArg(s string) string {
 	return fmt.Sprintf("%q", s)
 }
 
-func (o *callOptions) set(name, value string) error {
-	var err error
-	switch name {
-	case "path":
-		o.paths = append(o.paths, value)
-	case "dir":
-		o.dir = value
-	case "init":
-		o.init = value
-	case "timeout":
-		o.timeout, err = parseDuration(value)
-	default:
-		err = o.commonOptions.set(name, value)
-	}
-	if err != nil {
-		return fmt.Errorf("--%s %q: %v", name, value, err)
-	}
-	return nil
-}
-
 func call(ctx context.Context, args []string, env *Env) int {
-	for _, a := range args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		if a == "-h" || a == "--help" {
-			fmt.Fprint(env.Stdout, callUsage)
-			return ExitOK
-		}
+	o := &callOptions{}
+	c := callCommand(o)
+	p, err := c.parse(args)
+	switch {
+	case err != nil:
+		return usageFailure(env, c, err)
+	case p.help:
+		fmt.Fprint(env.Stdout, c.help())
+		return ExitOK
 	}
-	o, err := parseCallArgs(args)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n\n%s", err, callUsage)
-		return ExitUsage
+	if err := o.parseCallOperands(p.operands); err != nil {
+		return usageFailure(env, c, err)
 	}
-	log := logger(env.Stderr, o.verbose)
-	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config to call with the rules of the command line only")
+	o.rules = p.rules
+	log, _ := newLogger(env.Stderr, "pysandboxes call", o.verbose)
+	pol, learnFile, err := o.loadCallPolicy(ctx, env, log)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", err)
 		return ExitCallFailed
@@ -155,16 +138,33 @@ func call(ctx context.Context, args []string, env *Env) int {
 	if o.init != "" {
 		sbOpts = append(sbOpts, pysandboxes.WithInit(o.init))
 	}
+	learnsInto := learnFile
+	if learnFile != "" {
+		sbOpts = append(sbOpts, pysandboxes.WithLearning(learnFile))
+	} else if f, _ := pol.Learn(); f != "" {
+		learnsInto = f // learn=FILE in the rules
+	}
+	if learnsInto != "" {
+		fmt.Fprintf(env.Stderr, "pysandboxes call: learning mode: nothing is enforced; what the call does is recorded, "+
+			"and the rules will be written to %s when it ends (review them, then call again to enforce)\n", learnsInto)
+	}
 	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", err)
 		return ExitCallFailed
 	}
-	defer sb.Close()
 	copts := pysandboxes.CallOptions{Timeout: o.timeout}
 	result, err := sb.CallWith(ctx, o.fn, copts, o.args...)
+	closeErr := sb.Close()
+	if lr := sb.Learned(); lr != nil {
+		fmt.Fprintln(env.Stderr, lr.Message)
+	}
 	if err != nil {
 		return callFailure(env, err)
+	}
+	if closeErr != nil && learnsInto != "" {
+		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", closeErr)
+		return ExitCallFailed
 	}
 	out, err := resultJSON(result)
 	if err != nil {
@@ -173,6 +173,56 @@ func call(ctx context.Context, args []string, env *Env) int {
 	}
 	fmt.Fprintf(env.Stdout, "%s\n", out)
 	return ExitOK
+}
+
+// loadCallPolicy loads the policy, and with --learn the file to learn into
+// (absolute): the one named, else the rule file, else ./.py-sandboxes. Learning
+// with no rule file starts from the built-in template, as python-sb does.
+func (o *callOptions) loadCallPolicy(ctx context.Context, env *Env, log *slog.Logger) (*policy.Policy, string, error) {
+	hint := "name one with --config FILE, use --no-config to call with the rules of the command line only, or --learn to learn one"
+	if o.learn == nil {
+		pol, err := o.loadPolicy(ctx, env, log, hint)
+		return pol, "", err
+	}
+	popts := &policy.Options{Rules: o.rules, Env: env.environ(), Logger: log, Learn: true}
+	file := o.config
+	if !o.noConfig && file == "" {
+		file, _ = policy.Discover(policy.Discovery{})
+	}
+	var pol *policy.Policy
+	var err error
+	switch {
+	case o.noConfig:
+		pol, err = policy.Parse(ctx, "", nil, popts)
+	default:
+		pol, err = policy.Load(ctx, file, popts)
+		var me *policy.MissingError
+		if errors.As(err, &me) {
+			if o.config != "" {
+				// A file named that does not exist is a typo, never a reason to learn.
+				return nil, "", fmt.Errorf("--config %s: %w", o.config, err)
+			}
+			pol, err = policy.Parse(ctx, file, []byte(policy.Template()), popts)
+		}
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	learnFile := *o.learn
+	if learnFile == "" {
+		learnFile = file
+	}
+	if learnFile == "" {
+		learnFile = policy.DefaultName
+	}
+	if !filepath.IsAbs(learnFile) {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, "", err
+		}
+		learnFile = filepath.Join(wd, learnFile)
+	}
+	return pol, learnFile, nil
 }
 
 // callFailure prints the error of a call and returns the exit status.

@@ -1,13 +1,21 @@
-// Package cli implements the pysandboxes command line: check, run, probe and
-// call.
+// Package cli implements the pysandboxes command line: check, run, probe, call,
+// eval, version and shell completion.
+//
+// Each subcommand is described once (a command: its options, whether it takes
+// --RULE=VALUE rule lines, its operands, its exit codes), and that description
+// drives its parser, its --help and the shell completion, so the three cannot
+// disagree. A bad command line exits 2 (ExitUsage) in every subcommand, with a
+// suggestion when an option or rule name is a near miss. What the library logs
+// reaches the user through userHandler: "FILE(LINE): warning: ..." lines, each
+// printed once.
 package cli
 
 import (
 	"context"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
+	"runtime/debug"
 	"strings"
 )
 
@@ -15,8 +23,8 @@ import (
 const (
 	ExitOK      = 0
 	ExitInvalid = 1   // check: the rule file has errors
-	ExitUsage   = 2   // check, probe: bad command line
-	ExitSandbox = 125 // run: the sandbox could not start (bad rules, refused policy, bad command line)
+	ExitUsage   = 2   // every command: a bad command line
+	ExitSandbox = 125 // run, eval: the sandbox could not start (bad rules, refused policy)
 	ExitNoExec  = 126 // run: the command exists but cannot be executed
 	ExitNoCmd   = 127 // run: the command was not found
 )
@@ -25,7 +33,7 @@ const (
 type Env struct {
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
-	// Getenv and Environ read the host environment (nil: the process's).
+	// Environ is the host environment (nil: the process's).
 	Environ []string
 }
 
@@ -36,56 +44,99 @@ func (e *Env) environ() []string {
 	return os.Environ()
 }
 
-const usage = `Usage: pysandboxes <command> [arguments]
+// commands lists the subcommands, as their help and completion describe them.
+func commands() []*command {
+	return []*command{
+		checkCommand(&checkOptions{}),
+		runCommand(&runOptions{}),
+		probeCommand(&probeOptions{}),
+		callCommand(&callOptions{}),
+		evalCommand(&evalOptions{}),
+		versionCommand(),
+		completionCommand(),
+	}
+}
 
-Commands:
-  check [FILE]                     validate a rule file (default: ./.py-sandboxes)
-  run [OPTIONS] -- CMD [ARGS...]   run a command under a policy
-  probe                            show which OS providers work here and what each enforces
-  call [OPTIONS] MODULE:FUNC [JSON-ARG ...]
-                                   call a Python function in a sandboxed worker, print
-                                   its result as JSON
-  eval [OPTIONS] SOURCE            evaluate Python code under an eval profile, print
-                                   its value as JSON
-
-Run 'pysandboxes <command> -h' for the options of a command.
-`
+func usage() string {
+	var b strings.Builder
+	b.WriteString("Usage: pysandboxes <command> [arguments]\n\nCommands:\n")
+	for _, c := range commands() {
+		helpLineAt(&b, c.name, c.summary, 14)
+	}
+	b.WriteString("\nOptions:\n")
+	helpLineAt(&b, "--version", "print the version (as pysandboxes version)", 14)
+	helpLineAt(&b, "-h, --help", "show this help", 14)
+	b.WriteString("\nRun 'pysandboxes <command> --help' for the options and the exit status of a command.\n")
+	return b.String()
+}
 
 // Main runs the pysandboxes command line and returns its exit code.
 func Main(ctx context.Context, args []string, env *Env) int {
 	if len(args) == 0 {
-		fmt.Fprint(env.Stderr, usage)
+		fmt.Fprint(env.Stderr, usage())
 		return ExitUsage
 	}
-	switch args[0] {
+	sub, rest := args[0], args[1:]
+	switch sub {
 	case "check":
-		return check(ctx, args[1:], env)
+		return check(ctx, rest, env)
 	case "run":
-		return run(ctx, args[1:], env)
+		return run(ctx, rest, env)
 	case "probe":
-		return probe(ctx, args[1:], env)
+		return probe(ctx, rest, env)
 	case "call":
-		return call(ctx, args[1:], env)
+		return call(ctx, rest, env)
 	case "eval":
-		return evalCmd(ctx, args[1:], env)
+		return evalCmd(ctx, rest, env)
+	case "version", "--version":
+		return version(rest, env)
+	case "completion":
+		return completion(rest, env)
+	case completeCommand:
+		return complete(rest, env)
 	case "-h", "--help", "help":
-		fmt.Fprint(env.Stdout, usage)
+		if len(rest) > 0 && sub == "help" {
+			// pysandboxes help run: the help of run.
+			return Main(ctx, []string{rest[0], "--help"}, env)
+		}
+		fmt.Fprint(env.Stdout, usage())
 		return ExitOK
 	}
-	fmt.Fprintf(env.Stderr, "pysandboxes: unknown command %q\n\n%s", args[0], usage)
+	var names []string
+	for _, c := range commands() {
+		names = append(names, c.name)
+	}
+	msg := fmt.Sprintf("pysandboxes: unknown command %q", sub)
+	if strings.HasPrefix(sub, "-") {
+		msg = fmt.Sprintf("pysandboxes: unknown option %q", sub)
+		names = []string{"--version", "--help"}
+	}
+	if s, ok := closest(sub, names); ok {
+		msg += "; did you mean " + s + "?"
+	}
+	fmt.Fprintf(env.Stderr, "%s\nRun 'pysandboxes --help' for the commands.\n", msg)
 	return ExitUsage
 }
 
-// logger returns a text logger on stderr at the level asked.
-func logger(w io.Writer, verbose bool) *slog.Logger {
-	level := slog.LevelWarn
-	if verbose {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
+// usageFailure prints a usage error of a subcommand and returns ExitUsage.
+func usageFailure(env *Env, c *command, err error) int {
+	fmt.Fprintf(env.Stderr, "pysandboxes %s: %v\nRun 'pysandboxes %s --help' for the options.\n", c.name, err, c.name)
+	return ExitUsage
 }
 
-// splitOption splits "--name=value" into name and value; ok reports an "=".
-func splitOption(arg string) (name, value string, ok bool) {
-	return strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+func version(args []string, env *Env) int {
+	c := versionCommand()
+	p, err := c.parse(args)
+	switch {
+	case err != nil:
+		return usageFailure(env, c, err)
+	case p.help:
+		fmt.Fprint(env.Stdout, c.help())
+		return ExitOK
+	case len(p.operands) > 0:
+		return usageFailure(env, c, usagef("unexpected argument %q", p.operands[0]))
+	}
+	bi, ok := debug.ReadBuildInfo()
+	fmt.Fprintln(env.Stdout, versionLine(bi, ok))
+	return ExitOK
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -174,5 +175,56 @@ func TestCallWorkerFailuresExitThree(t *testing.T) {
 	_, errs, code = pysb(t, dir, "call", "--path", dir, "--timeout", "500ms", "slow:sleep")
 	if code != 3 || !strings.Contains(errs, "deadline") {
 		t.Errorf("timeout: exit %d, stderr %q; want 3", code, errs)
+	}
+}
+
+// TestCallLearn: call --learn records what the function does instead of
+// refusing it and merges the rules into the rule file when the call ends; the
+// next call, without --learn, enforces them.
+func TestCallLearn(t *testing.T) {
+	dir := callDir(t, "")
+	secret := filepath.Join(filepath.Dir(dir), "secret.txt")
+	out, errs, code := pysb(t, dir, "call", "--learn", "--path", dir, "clifuncs:read", `"`+secret+`"`)
+	if code != 0 || out != "\"secret\\n\"\n" {
+		t.Fatalf("call --learn: exit %d, stdout %q, stderr %q; want 0 and the secret (learning refuses nothing)", code, out, errs)
+	}
+	file := filepath.Join(dir, ".py-sandboxes")
+	if !strings.Contains(errs, "pysandboxes call: learning mode: nothing is enforced; what the call does is recorded, "+
+		"and the rules will be written to "+file+" when it ends") ||
+		!strings.Contains(errs, "Write all learning rules in '.py-sandboxes'.") {
+		t.Errorf("stderr does not say learning is on and where the rules went:\n%s", errs)
+	}
+	// The directory of the secret, generalised (${TMPDIR:-/tmp}/...).
+	root := filepath.Dir(dir)
+	learned := "/" + filepath.Base(filepath.Dir(root)) + "/" + filepath.Base(root) + "\n"
+	text, err := os.ReadFile(file)
+	if err != nil || !regexp.MustCompile(`(?m)^expose-ro=.*`+regexp.QuoteMeta(learned)).Match(text) {
+		t.Fatalf("rule file after learning (%v) lacks expose-ro=...%s%s", err, learned, text)
+	}
+	// Enforced: what was learned is allowed, nothing else.
+	out, errs, code = pysb(t, dir, "call", "--path", dir, "clifuncs:read", `"`+secret+`"`)
+	if code != 0 || out != "\"secret\\n\"\n" {
+		t.Errorf("call after learning: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, errs, code = pysb(t, dir, "call", "--path", dir, "clifuncs:read", `"/etc/hostname"`)
+	if code != 1 || !strings.Contains(errs, "denied by the sandbox") {
+		t.Errorf("call of what was not learned: exit %d, stderr %q; want the refusal", code, errs)
+	}
+
+	// --learn=FILE into another file; learn=false in the rule file refuses it.
+	other := filepath.Join(dir, "learned.rules")
+	_, errs, code = pysb(t, dir, "call", "--learn="+other, "--path", dir, "clifuncs:add", "1", "2")
+	if code != 0 || !strings.Contains(errs, "Write all learning rules in 'learned.rules'.") {
+		t.Errorf("call --learn=FILE: exit %d, stderr %q", code, errs)
+	}
+	writeFile(t, file, "expose-ro=.\nlearn=false\n")
+	_, errs, code = pysb(t, dir, "call", "--learn", "--path", dir, "clifuncs:add", "1", "2")
+	if code != 3 || !strings.Contains(errs, "learn") || !strings.Contains(errs, ".py-sandboxes(2)") {
+		t.Errorf("call --learn with learn=false: exit %d, stderr %q; want 3 naming the lock", code, errs)
+	}
+	// A --config that does not exist is a mistake, not a reason to learn.
+	_, errs, code = pysb(t, dir, "call", "--learn", "--config=nosuch", "--path", dir, "clifuncs:add", "1", "2")
+	if code != 3 || !strings.Contains(errs, "--config nosuch: rule file 'nosuch' not found") {
+		t.Errorf("call --learn --config=nosuch: exit %d, stderr %q", code, errs)
 	}
 }

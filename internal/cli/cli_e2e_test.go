@@ -19,11 +19,19 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	binary = filepath.Join(dir, "pysandboxes")
-	build := exec.Command("go", "build", "-o", binary, "github.com/pysandboxes/pysandboxes/cmd/pysandboxes")
-	build.Stderr = os.Stderr
+	// With the commit it is built from when the checkout lets the go command
+	// see it (pysandboxes --version prints it); without, when git cannot answer.
+	var out bytes.Buffer
+	build := exec.Command("go", "build", "-buildvcs=auto", "-o", binary, "github.com/pysandboxes/pysandboxes/cmd/pysandboxes")
+	build.Stderr = &out
 	if err := build.Run(); err != nil {
-		os.RemoveAll(dir)
-		panic("building pysandboxes: " + err.Error())
+		build = exec.Command("go", "build", "-buildvcs=false", "-o", binary, "github.com/pysandboxes/pysandboxes/cmd/pysandboxes")
+		build.Stderr = os.Stderr
+		if err := build.Run(); err != nil {
+			os.Stderr.Write(out.Bytes())
+			os.RemoveAll(dir)
+			panic("building pysandboxes: " + err.Error())
+		}
 	}
 	code := m.Run()
 	os.RemoveAll(dir)
@@ -137,8 +145,9 @@ func TestRunExitCodes(t *testing.T) {
 		{"not found", []string{"--", "no-such-command-here"}, 127, "executable file not found"},
 		{"not executable", []string{"--", "/etc/passwd"}, 126, "permission denied"},
 		{"timeout", []string{"--timeout=200ms", "--", "/bin/sleep", "100"}, 124, "timed out"},
-		{"bad rule", []string{"--bogus-rule=1", "--", "/bin/true"}, 125, "<arg>: Invalid rule 'bogus-rule=1'"},
-		{"no command", []string{}, 125, "no command given"},
+		{"bad rule value", []string{"--expose-ro=/no/such/dir", "--", "/bin/true"}, 125, "<arg>: Invalid rule 'expose-ro=/no/such/dir': path '/no/such/dir' must exist"},
+		{"unknown rule", []string{"--bogus-rule=1", "--", "/bin/true"}, 2, "pysandboxes run: unknown option or rule --bogus-rule\n"},
+		{"no command", []string{}, 2, "no command given"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, errs, code := pysb(t, dir, append(append([]string{}, base...), tc.args...)...)

@@ -13,46 +13,6 @@ import (
 	"github.com/pysandboxes/pysandboxes/transport"
 )
 
-const evalUsage = `Usage: pysandboxes eval [OPTIONS] [--RULE=VALUE ...] SOURCE
-
-Evaluates the Python expression SOURCE (statements with --exec; "-" reads it from
-standard input) under the eval profile of a rule file (default: the one found from
-the working directory) plus the rules given on the command line, in a sandboxed
-process of its own, and prints its value as JSON (with --exec: the names the code
-bound, as a JSON object).
-
-The source is checked against the profile's sub-language (eval-syntax, eval-call,
-eval-attribute, eval-import, eval-magic), rewritten to charge its budgets, and run
-under the OS provider, the Python layer and hard limits: eval-timeout kills the
-process even inside a blocking C call; its memory and processor time are bounded.
-What the code prints goes to standard output and error as it is printed.
-
-Options:
-  --config FILE              the rule file
-  --no-config                use only the rules of the command line
-  --profile NAME             the eval profile (eval-<key>:NAME= rules; default: the
-                             rules without a suffix)
-  --exec                     run statements; print the names they bind
-  --names JSON               a JSON object: the names the code sees
-  --os-sandbox NAME          the OS provider (overrides os-sandbox=; see pysandboxes probe)
-  --accept-unenforced CAPS   accept that the OS layer does not enforce these
-                             capabilities (comma list)
-  --python PATH              the Python interpreter (default: PYSANDBOXES_PYTHON,
-                             then python3 resolved to the real interpreter)
-  --memory SIZE              address space of the evaluation's process (e.g. 512M)
-  -v, --verbose              debug output on stderr; tracebacks of exceptions
-  --RULE=VALUE               a rule line RULE=VALUE (e.g. --eval-syntax=arith,compare,
-                             --eval-call=len); --RULE alone is RULE=
-
-Exit status: 0 with the value printed; 1 when the profile rejects the source (each
-violation is printed, then on the next line the rule that allows it, ready to paste
-into the rule file); 2 for a bad command line; 3 when a budget or a hard limit
-interrupted the evaluation (it names which: eval-timeout=..., eval-max-iterations=...,
-memory=..., cpu=..., output=...); 4 when the code raised an exception (printed as
-"Class: message"; a refusal of the sandbox names its rule); 125 when the sandbox or
-the evaluation's process failed.
-`
-
 // Exit codes of pysandboxes eval.
 const (
 	ExitEvalRejected    = 1
@@ -69,94 +29,100 @@ type evalOptions struct {
 	source  string
 }
 
-var evalValueOptions = map[string]bool{
-	"config": true, "profile": true, "names": true, "os-sandbox": true, "accept-unenforced": true,
-	"python": true, "memory": true,
+func evalCommand(o *evalOptions) *command {
+	return &command{
+		name:     "eval",
+		synopsis: "[OPTIONS] [--RULE=VALUE ...] SOURCE",
+		summary:  "evaluate Python code under an eval profile, print its value as JSON",
+		about: `Evaluates the Python expression SOURCE (statements with --exec; "-" reads it from
+standard input) under the eval profile of a rule file (default: the one found from
+the working directory) plus the rules given on the command line, in a sandboxed
+process of its own, and prints its value as JSON (with --exec: the names the code
+bound, as a JSON object).
+
+The source is checked against the profile's sub-language (eval-syntax, eval-call,
+eval-attribute, eval-import, eval-magic), rewritten to charge its budgets, and run
+under the OS provider, the Python layer and hard limits: eval-timeout kills the
+process even inside a blocking C call; its memory and processor time are bounded.
+What the code prints goes to standard output and error as it is printed. A SOURCE
+that starts with "-" follows "--": pysandboxes eval -- -1.
+`,
+		options: o.commonOpts(true,
+			&option{name: "profile", arg: "NAME", help: "the eval profile (eval-<key>:NAME= rules; default: the rules without a suffix)",
+				set: func(v string) error { o.profile = v; return nil }},
+			flag("exec", "", "run statements; print the names they bind", &o.exec),
+			&option{name: "names", arg: "JSON", help: "a JSON object: the names the code sees", set: o.setNames},
+			&option{name: "memory", arg: "SIZE", help: "address space of the evaluation's process (e.g. 512M)",
+				set: func(v string) (err error) { o.memory, err = parseSize(v); return err }},
+		),
+		rules: true,
+		exits: []exitCode{
+			{"0", "the value was printed"},
+			{"1", "the profile rejects the source (each violation is printed, then on the next line the rule " +
+				"that allows it, ready to paste into the rule file)"},
+			{"2", "a bad command line (an unknown option or rule, a bad value, no source, a source that does not parse)"},
+			{"3", "a budget or a hard limit interrupted the evaluation (it names which: eval-timeout=..., " +
+				"eval-max-iterations=..., memory=..., cpu=..., output=...)"},
+			{"4", "the code raised an exception (printed as \"Class: message\"; a refusal of the sandbox names its rule)"},
+			{"125", "the sandbox or the evaluation's process failed (bad rules, refused policy, no rule file)"},
+		},
+	}
 }
 
-func parseEvalArgs(args []string, stdin io.Reader) (*evalOptions, error) {
-	o := &evalOptions{}
-	execFlag := func(a string) bool {
-		if a != "--exec" {
-			return false
-		}
-		o.exec = true
-		return true
-	}
-	i, err := o.parse(args, evalValueOptions, true, execFlag, o.set)
-	if err != nil {
-		return nil, err
-	}
-	switch rest := args[i:]; {
-	case len(rest) == 0:
-		return nil, errors.New("no source given (SOURCE, or - to read it from standard input)")
-	case len(rest) > 1:
-		return nil, fmt.Errorf("one source only (got %d arguments after the options: quote the source)", len(rest))
-	case rest[0] == "-":
+// readSource reads SOURCE, or standard input for "-".
+func (o *evalOptions) readSource(operands []string, stdin io.Reader) error {
+	switch {
+	case len(operands) == 0:
+		return usagef("no source given (SOURCE, or - to read it from standard input)")
+	case len(operands) > 1:
+		return usagef("one source only (got %d arguments after the options: quote the source)", len(operands))
+	case operands[0] == "-":
 		b, err := io.ReadAll(io.LimitReader(stdin, pysandboxes.MaxEvalSource+1))
 		if err != nil {
-			return nil, fmt.Errorf("reading the source from standard input: %v", err)
+			return usagef("reading the source from standard input: %v", err)
 		}
 		o.source = string(b)
 	default:
-		o.source = rest[0]
+		o.source = operands[0]
 	}
-	if err := o.check(); err != nil {
-		return nil, err
-	}
-	return o, nil
+	return o.check()
 }
 
-func (o *evalOptions) set(name, value string) error {
-	var err error
-	switch name {
-	case "profile":
-		o.profile = value
-	case "names":
-		var v any
-		v, err = decodeJSONArg(value)
-		if err == nil {
-			d, ok := v.(transport.Dict)
-			if !ok {
-				err = errors.New("not a JSON object")
-				break
-			}
-			o.names, ok = d.StringMap()
-			if !ok {
-				err = errors.New("not a JSON object")
-			}
-		}
-	case "memory":
-		o.memory, err = parseSize(value)
-	default:
-		err = o.commonOptions.set(name, value)
-	}
+func (o *evalOptions) setNames(value string) error {
+	v, err := decodeJSONArg(value)
 	if err != nil {
-		return fmt.Errorf("--%s %s: %v", name, quoteArg(value), err)
+		return err
+	}
+	d, ok := v.(transport.Dict)
+	if ok {
+		o.names, ok = d.StringMap()
+	}
+	if !ok {
+		return errors.New("not a JSON object")
 	}
 	return nil
 }
 
 func evalCmd(ctx context.Context, args []string, env *Env) int {
-	for _, a := range args {
-		if a == "--" || !strings.HasPrefix(a, "-") {
-			break
-		}
-		if a == "-h" || a == "--help" {
-			fmt.Fprint(env.Stdout, evalUsage)
-			return ExitOK
-		}
+	o := &evalOptions{}
+	c := evalCommand(o)
+	p, err := c.parse(args)
+	switch {
+	case err != nil:
+		return usageFailure(env, c, err)
+	case p.help:
+		fmt.Fprint(env.Stdout, c.help())
+		return ExitOK
 	}
 	stdin := env.Stdin
 	if stdin == nil {
 		stdin = strings.NewReader("")
 	}
-	o, err := parseEvalArgs(args, stdin)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n\n%s", err, evalUsage)
-		return ExitUsage
+	if err := o.readSource(p.operands, stdin); err != nil {
+		return usageFailure(env, c, err)
 	}
-	log := logger(env.Stderr, o.verbose)
+	o.rules = p.rules
+	log, _ := newLogger(env.Stderr, "pysandboxes eval", o.verbose)
 	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config with rules such as --eval-syntax=arith")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)

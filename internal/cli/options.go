@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -24,80 +23,39 @@ type commonOptions struct {
 	rules    []string
 }
 
-// parse reads the options at the head of args: -v/--verbose, --no-config, the
-// command's own flags (flag reports whether it took one; nil for none), the
-// options named in values with their value (--NAME VALUE or --NAME=VALUE, given
-// to set) and --RULE=VALUE rule lines. It stops after "--", at the first
-// argument that is not an option, and at "-" when dashOperand is true (a
-// command's operand, not an option), and returns the index where the operands
-// start.
-func (c *commonOptions) parse(args []string, values map[string]bool, dashOperand bool, flag func(string) bool, set func(name, value string) error) (int, error) {
-	i := 0
-	for ; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			return i + 1, nil
-		}
-		switch {
-		case a == "-v" || a == "--verbose":
-			c.verbose = true
-			continue
-		case a == "--no-config":
-			c.noConfig = true
-			continue
-		case flag != nil && flag(a):
-			continue
-		}
-		if !strings.HasPrefix(a, "-") || (dashOperand && a == "-") {
-			break
-		}
-		if !strings.HasPrefix(a, "--") {
-			return 0, fmt.Errorf("unknown option %q", a)
-		}
-		name, value, hasValue := splitOption(a)
-		if values[name] {
-			if !hasValue {
-				if i+1 >= len(args) {
-					return 0, fmt.Errorf("option --%s needs a value", name)
-				}
-				i++
-				value = args[i]
-			}
-			if err := set(name, value); err != nil {
-				return 0, err
-			}
-			continue
-		}
-		if name == "" {
-			return 0, fmt.Errorf("bad option %q", a)
-		}
-		c.rules = append(c.rules, name+"="+value)
+// commonOpts are the options of run, call and eval: the rule file, the OS
+// provider, the capabilities accepted unenforced, the Python interpreter (with
+// python), then the command's own (extra) and verbosity.
+func (c *commonOptions) commonOpts(python bool, extra ...*option) []*option {
+	opts := []*option{
+		{name: "config", arg: "FILE", complete: valueFile,
+			help: "the rule file (default: the .py-sandboxes found from the working directory)",
+			set:  func(v string) error { c.config = v; return nil }},
+		flag("no-config", "", "use only the rules of the command line", &c.noConfig),
+		{name: "os-sandbox", arg: "NAME", complete: valueProvider,
+			help: "the OS provider (overrides os-sandbox=; see pysandboxes probe)",
+			set:  func(v string) error { c.provider = v; return nil }},
+		{name: "accept-unenforced", arg: "CAPS", complete: valueCaps,
+			help: "accept that the OS layer does not enforce these capabilities (comma list, e.g. files-read,net-hosts; all)",
+			set: func(v string) error {
+				cp, err := pysandboxes.ParseCapabilities(v)
+				c.accept |= cp
+				return err
+			}},
 	}
-	return i, nil
-}
-
-// set sets the common option name (config, os-sandbox, accept-unenforced or
-// python). The caller adds the option and its value to the error.
-func (c *commonOptions) set(name, value string) error {
-	switch name {
-	case "config":
-		c.config = value
-	case "os-sandbox":
-		c.provider = value
-	case "accept-unenforced":
-		cp, err := pysandboxes.ParseCapabilities(value)
-		c.accept |= cp
-		return err
-	case "python":
-		c.python = value
+	if python {
+		opts = append(opts, &option{name: "python", arg: "PATH", complete: valueFile,
+			help: "the Python interpreter (default: PYSANDBOXES_PYTHON, then python3 resolved to the real interpreter)",
+			set:  func(v string) error { c.python = v; return nil }})
 	}
-	return nil
+	opts = append(opts, extra...)
+	return append(opts, flag("verbose", "-v", "debug output on stderr", &c.verbose))
 }
 
 // check reports options that exclude each other.
 func (c *commonOptions) check() error {
 	if c.config != "" && c.noConfig {
-		return errors.New("--config and --no-config exclude each other")
+		return usagef("--config and --no-config exclude each other")
 	}
 	return nil
 }

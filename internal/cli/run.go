@@ -14,33 +14,6 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 )
 
-const runUsage = `Usage: pysandboxes run [OPTIONS] [--RULE=VALUE ...] -- CMD [ARGS...]
-
-Runs CMD under the policy of a rule file (default: ./.py-sandboxes) plus the rules
-given on the command line, and exits with CMD's exit status (128+N when signal N
-ended it).
-
-Options:
-  --config FILE              the rule file
-  --no-config                use only the rules of the command line
-  --os-sandbox NAME          the OS provider (overrides os-sandbox=; see pysandboxes probe)
-  --accept-unenforced CAPS   accept that the OS layer does not enforce these
-                             capabilities (comma list, e.g. files-read,net-hosts)
-  --timeout DURATION         kill the whole process tree after DURATION (e.g. 30s)
-  --limit-cpu DURATION       CPU time per process
-  --limit-as SIZE            address space per process (e.g. 512M)
-  --limit-nofile N           open files per process
-  --limit-nproc N            processes of the user (not applied to root by the kernel)
-  --limit-fsize SIZE         size of a written file
-  --limit-output SIZE        bytes of output (stdout and stderr together)
-  -v, --verbose              debug output on stderr
-  --RULE=VALUE               a rule line RULE=VALUE (e.g. --expose-ro=/data,
-                             --net='ALLOW|tcp|example.com|443|OUT'); --RULE alone is RULE=
-
-Exit status: CMD's, or 124 after --timeout, 125 when the sandbox could not start,
-126 when CMD cannot be executed, 127 when CMD is not found.
-`
-
 // ExitTimeout is run's exit status when --timeout ended the command.
 const ExitTimeout = 124
 
@@ -51,55 +24,54 @@ type runOptions struct {
 	command []string
 }
 
-// valueOptions are the options of run that take a value.
-var valueOptions = map[string]bool{
-	"config": true, "os-sandbox": true, "accept-unenforced": true, "timeout": true,
-	"limit-cpu": true, "limit-as": true, "limit-nofile": true, "limit-nproc": true,
-	"limit-fsize": true, "limit-output": true,
-}
-
-func parseRunArgs(args []string) (*runOptions, error) {
-	o := &runOptions{}
-	i, err := o.parse(args, valueOptions, true, nil, o.set)
-	if err != nil {
-		return nil, err
+func runCommand(o *runOptions) *command {
+	dur := func(p *time.Duration) func(string) error {
+		return func(v string) (err error) { *p, err = parseDuration(v); return err }
 	}
-	o.command = args[i:]
-	if len(o.command) == 0 {
-		return nil, errors.New("no command given")
+	size := func(p *uint64) func(string) error {
+		return func(v string) (err error) { *p, err = parseSize(v); return err }
 	}
-	if err := o.check(); err != nil {
-		return nil, err
+	count := func(p *uint64) func(string) error {
+		return func(v string) (err error) {
+			if *p, err = strconv.ParseUint(v, 10, 64); err != nil {
+				return errors.New("expected a whole number")
+			}
+			return nil
+		}
 	}
-	return o, nil
-}
-
-func (o *runOptions) set(name, value string) error {
-	var err error
-	switch name {
-	case "timeout":
-		o.timeout, err = parseDuration(value)
-	case "limit-cpu":
-		o.limits.CPUTime, err = parseDuration(value)
-	case "limit-as":
-		o.limits.AddressSpace, err = parseSize(value)
-	case "limit-nofile":
-		o.limits.OpenFiles, err = strconv.ParseUint(value, 10, 64)
-	case "limit-nproc":
-		o.limits.Processes, err = strconv.ParseUint(value, 10, 64)
-	case "limit-fsize":
-		o.limits.FileSize, err = parseSize(value)
-	case "limit-output":
-		var n uint64
-		n, err = parseSize(value)
-		o.limits.Output = int64(min(n, 1<<62))
-	default:
-		err = o.commonOptions.set(name, value)
+	return &command{
+		name:     "run",
+		synopsis: "[OPTIONS] [--RULE=VALUE ...] [--] CMD [ARGS...]",
+		summary:  "run a command under a policy",
+		about: `Runs CMD under the policy of a rule file (default: the .py-sandboxes found from the
+working directory) plus the rules given on the command line, and exits with CMD's exit
+status. The options end at "--" or at CMD, whichever comes first: what follows is CMD's.
+`,
+		options: o.commonOpts(false,
+			&option{name: "timeout", arg: "DURATION", help: "kill the whole process tree after DURATION (e.g. 30s)", set: dur(&o.timeout)},
+			&option{name: "limit-cpu", arg: "DURATION", help: "CPU time per process", set: dur(&o.limits.CPUTime)},
+			&option{name: "limit-as", arg: "SIZE", help: "address space per process (e.g. 512M)", set: size(&o.limits.AddressSpace)},
+			&option{name: "limit-nofile", arg: "N", help: "open files per process", set: count(&o.limits.OpenFiles)},
+			&option{name: "limit-nproc", arg: "N", help: "processes of the user (not applied to root by the kernel)", set: count(&o.limits.Processes)},
+			&option{name: "limit-fsize", arg: "SIZE", help: "size of a written file", set: size(&o.limits.FileSize)},
+			&option{name: "limit-output", arg: "SIZE", help: "bytes of output (stdout and stderr together)", set: func(v string) error {
+				n, err := parseSize(v)
+				o.limits.Output = int64(min(n, 1<<62))
+				return err
+			}},
+		),
+		rules:        true,
+		firstOperand: valueCommand,
+		operands:     valueFile,
+		exits: []exitCode{
+			{"N", "CMD's exit status; 128+N when signal N ended it"},
+			{"2", "a bad command line (an unknown option or rule, a bad value, no CMD)"},
+			{"124", "--timeout ended CMD"},
+			{"125", "the sandbox could not start: the rules have errors, no provider here enforces them, or the rule file was not found"},
+			{"126", "CMD cannot be executed"},
+			{"127", "CMD was not found"},
+		},
 	}
-	if err != nil {
-		return fmt.Errorf("--%s %q: %v", name, value, err)
-	}
-	return nil
 }
 
 func parseDuration(s string) (time.Duration, error) {
@@ -141,24 +113,33 @@ func parseSize(s string) (uint64, error) {
 }
 
 func run(ctx context.Context, args []string, env *Env) int {
-	for _, a := range args {
-		if a == "--" {
-			break
-		}
-		if a == "-h" || a == "--help" {
-			fmt.Fprint(env.Stdout, runUsage)
-			return ExitOK
-		}
+	o := &runOptions{}
+	c := runCommand(o)
+	p, err := c.parse(args)
+	switch {
+	case err != nil:
+		return usageFailure(env, c, err)
+	case p.help:
+		fmt.Fprint(env.Stdout, c.help())
+		return ExitOK
+	case len(p.operands) == 0:
+		return usageFailure(env, c, usagef("no command given (pysandboxes run [OPTIONS] -- CMD [ARGS...])"))
 	}
-	o, err := parseRunArgs(args)
-	if err != nil {
-		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n\n%s", err, runUsage)
-		return ExitSandbox
+	if err := o.check(); err != nil {
+		return usageFailure(env, c, err)
 	}
-	log := logger(env.Stderr, o.verbose)
+	o.rules, o.command = p.rules, p.operands
+	log, _ := newLogger(env.Stderr, "pysandboxes run", o.verbose)
 	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config to run with the rules of the command line only")
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+		return ExitSandbox
+	}
+	if file, r := pol.Learn(); file != "" {
+		// Learning enforces nothing, and only the Python layer learns: run would
+		// run CMD unconfined and learn nothing.
+		fmt.Fprintf(env.Stderr, "pysandboxes run: %s: '%s' asks for learning mode, which enforces nothing; "+
+			"run cannot learn (python-sb --learn and pysandboxes call --learn can): remove it to run under the rules\n", r.Ref, r.Raw)
 		return ExitSandbox
 	}
 	sbOpts := o.sandboxOptions(log, pysandboxes.WithLimits(o.limits))
@@ -176,6 +157,11 @@ func run(ctx context.Context, args []string, env *Env) int {
 	cmd := sb.Command(ctx, o.command[0], o.command[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = env.Stdin, env.Stdout, env.Stderr
 	if err := cmd.Start(); err != nil {
+		if o.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			// The time ran out while the sandbox was starting: the same timeout.
+			fmt.Fprintf(env.Stderr, "pysandboxes run: timed out after %v, while the sandbox was starting (%v)\n", o.timeout, err)
+			return ExitTimeout
+		}
 		fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
 		switch {
 		case errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist):

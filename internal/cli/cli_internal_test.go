@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"reflect"
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// TestRuleKeysArePolicys: every rule key the command completes and suggests is
+// one package policy accepts, and a key it does not know is refused by both.
+func TestRuleKeysArePolicys(t *testing.T) {
+	for _, k := range ruleKeys {
+		if !policyKnowsKey(k.name) {
+			t.Errorf("policy does not accept the rule key %s", k.name)
+		}
+	}
+	for _, k := range []string{"expose-r", "bogus", "eval-sytnax", "eval-bogus:prof", "python_import"} {
+		if policyKnowsKey(k) {
+			t.Errorf("policy accepts %s, which should be unknown", k)
+		}
+	}
+	if !policyKnowsKey("eval-syntax:prof") {
+		t.Error("policy refuses eval-syntax:prof")
+	}
+}
+
+func TestClosest(t *testing.T) {
+	cands := []string{"expose-ro", "expose-rw", "timeout", "json", "verbose", "eval-syntax"}
+	for word, want := range map[string]string{
+		"expose-r": "expose-ro", "expsoe-rw": "expose-rw", "timout": "timeout", "jsn": "json",
+		"verbos": "verbose", "eval-sytnax": "eval-syntax", "EXPOSE-RO": "", "x": "", "completely-else": "",
+	} {
+		got, ok := closest(word, cands)
+		if ok != (want != "") || got != want {
+			t.Errorf("closest(%q) = %q, %v; want %q", word, got, ok, want)
+		}
+	}
+	if d := editDistance(strings.Repeat("a", 1000), strings.Repeat("b", 1000)); d < 3 {
+		t.Errorf("long words: distance %d", d)
+	}
+}
+
+func TestWrap(t *testing.T) {
+	got := wrap("handles file rights execute,write_file,read_file,read_dir,remove_dir and more words here", 30)
+	want := []string{"handles file rights execute,", "write_file,read_file,read_dir,", "remove_dir and more words here"}
+	if strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("wrap = %q, want %q", got, want)
+	}
+	for _, l := range wrap(strings.Repeat("word ", 100), 40) {
+		if len(l) > 40 {
+			t.Errorf("line of %d", len(l))
+		}
+	}
+}
+
+func TestVersionLine(t *testing.T) {
+	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
+		{Key: "vcs.revision", Value: "539b7b6525630cfc5ad627a8a2043c8ad70e9fbb"},
+		{Key: "vcs.time", Value: "2026-12-01T12:35:35Z"},
+		{Key: "vcs.modified", Value: "true"},
+	}}
+	got := versionLine(bi, true)
+	if !strings.HasPrefix(got, "pysandboxes (devel), commit 539b7b6525630cfc5ad627a8a2043c8ad70e9fbb (2026-12-01T12:35:35Z, modified), go1.26.8 ") {
+		t.Errorf("versionLine = %q", got)
+	}
+	bi.Main.Version, bi.Settings = "v1.2.0", bi.Settings[:1]
+	if got := versionLine(bi, true); !strings.HasPrefix(got, "pysandboxes v1.2.0, commit 539b7b6525630cfc5ad627a8a2043c8ad70e9fbb, go1.26.8") {
+		t.Errorf("versionLine = %q", got)
+	}
+	if got := versionLine(nil, false); !strings.Contains(got, "(devel), commit unknown") {
+		t.Errorf("versionLine without build info = %q", got)
+	}
+}
+
+// TestUserHandler: the forms of the lines, and each warning once.
+func TestUserHandler(t *testing.T) {
+	var b bytes.Buffer
+	log, _ := newLogger(&b, "pysandboxes run", false)
+	log.Warn("port= has no effect", "rule", "a/.py-sandboxes(3)")
+	log.Warn("port= has no effect", "rule", "a/.py-sandboxes(3)")
+	log.Warn("os-sandbox landlock: no TCP", "provider", "landlock")
+	log.With("provider", "subprocess").Warn("accepted as not enforced", "capabilities", "files-read,hide")
+	log.Error("broken", "err", "boom")
+	log.Info("not shown")
+	log.Debug("not shown")
+	want := "a/.py-sandboxes(3): warning: port= has no effect\n" +
+		"pysandboxes run: warning: os-sandbox landlock: no TCP\n" +
+		"pysandboxes run: warning: accepted as not enforced (provider: subprocess; capabilities: files-read,hide)\n" +
+		"pysandboxes run: error: broken (err: boom)\n"
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	b.Reset()
+	log, _ = newLogger(&b, "pysandboxes run", true)
+	log.WithGroup("g").Debug("step", "n", 1)
+	log.Log(context.Background(), slog.LevelInfo, "info")
+	if b.String() != "pysandboxes run: debug: step (g.n: 1)\npysandboxes run: debug: info\n" {
+		t.Errorf("verbose: %q", b.String())
+	}
+}
+
+// TestREADMEDescribesTheCommand: the README's section "The command" names every
+// command and every field of the JSON shapes of check and probe.
+func TestREADMEDescribesTheCommand(t *testing.T) {
+	text, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(text), "\n## The command\n")
+	if !ok {
+		t.Fatal("README.md has no section \"The command\"")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	for _, c := range commands() {
+		if !strings.Contains(section, "pysandboxes "+c.name+" ") {
+			t.Errorf("README does not show pysandboxes %s", c.name)
+		}
+	}
+	for _, v := range []any{checkReport{}, checkProblem{}, probeReport{}, probeProvider{}, probeDetail{}, probeCap{}} {
+		rt := reflect.TypeOf(v)
+		for i := range rt.NumField() {
+			tag, _, _ := strings.Cut(rt.Field(i).Tag.Get("json"), ",")
+			if !strings.Contains(section, `"`+tag+`"`) && !strings.Contains(section, "`"+tag+"`") {
+				t.Errorf("README does not name the field %q of %s", tag, rt.Name())
+			}
+		}
+	}
+}

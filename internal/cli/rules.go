@@ -1,0 +1,211 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// ruleKey is a key of the rule language, as package policy accepts it (see
+// policy's loader: the families of rules and the single-valued keys). hidden
+// keys are accepted but neither suggested nor completed (legacy spellings, a key
+// without effect). The order is the order of suggestions: on a tie the first
+// wins, so the narrower grant comes first (expose-ro before expose-rw).
+type ruleKey struct {
+	name     string
+	help     string
+	complete valueKind
+	hidden   bool
+	// fileOnly keys are not offered as --KEY= options: learn= (call has
+	// --learn, run and eval cannot learn).
+	fileOnly bool
+}
+
+var ruleKeys = []ruleKey{
+	{name: "env", help: "set or copy an environment variable: NAME=VALUE, NAME=${NAME}, PAT*=${PAT*}"},
+	{name: "unenv", help: "remove environment variables: NAME or PAT*"},
+	{name: "expose-ro", help: "a directory the program may read", complete: valueDir},
+	{name: "expose-rw", help: "a directory the program may read and change", complete: valueDir},
+	{name: "ignore", help: "paths that look absent (a glob)", complete: valueFile},
+	{name: "net", help: "a network rule: ALLOW|proto|host|port|OUT or IN"},
+	{name: "python-import", help: "modules the Python program may import"},
+	{name: "python-api", help: "sensitive Python functions: ALLOW:CATEGORY or DENY:CATEGORY"},
+	{name: "eval-syntax", help: "eval: the syntax allowed (groups or ast node names)"},
+	{name: "eval-call", help: "eval: the functions that may be called"},
+	{name: "eval-attribute", help: "eval: the attributes that may be read"},
+	{name: "eval-import", help: "eval: the modules that may be imported"},
+	{name: "eval-magic", help: "eval: the dunder names allowed"},
+	{name: "eval-namespace", help: "eval: adaptive, closed or caller", complete: valueNamespace},
+	{name: "eval-timeout", help: "eval: the wall-clock limit"},
+	{name: "eval-max-iterations", help: "eval: loop iterations"},
+	{name: "eval-max-call-depth", help: "eval: call depth"},
+	{name: "eval-max-depth", help: "eval: nesting of the source"},
+	{name: "eval-max-nodes", help: "eval: size of the source"},
+	{name: "eval-max-alloc", help: "eval: bytes one operation may allocate"},
+	{name: "eval-max-leaked-threads", help: "eval: threads left running"},
+	{name: "py-sandbox", help: "the Python layer on or off", complete: valueBool},
+	{name: "os-sandbox", help: "the OS provider", complete: valueProvider},
+	{name: "learn", help: "learn the rules into FILE instead of enforcing them", complete: valueFile, fileOnly: true},
+	{name: "remote-result-mode", help: "results of calls: data-only or objects", complete: valueResultMode},
+	{name: "remote-result-guard", help: "the guarded decoder of call results", complete: valueBool},
+	{name: "port", hidden: true},
+	{name: "set-env", hidden: true},
+	{name: "unset-env", hidden: true},
+	{name: "bind", hidden: true},
+	{name: "ro-bind", hidden: true},
+}
+
+// ruleNames lists the rule keys people are shown.
+func ruleNames() string {
+	var names []string
+	for _, k := range ruleKeys {
+		if !k.hidden && (!strings.HasPrefix(k.name, "eval-") || k.name == "eval-syntax") {
+			names = append(names, k.name)
+		}
+	}
+	i := slices.Index(names, "eval-syntax")
+	names[i] = "eval-*"
+	return strings.Join(names, ", ")
+}
+
+// findRuleKey returns the rule key of a rule's key: eval-KEY:PROFILE is eval-KEY.
+func findRuleKey(key string) (ruleKey, bool) {
+	if strings.HasPrefix(key, "eval-") {
+		key, _, _ = strings.Cut(key, ":")
+	}
+	for _, k := range ruleKeys {
+		if k.name == key {
+			return k, true
+		}
+	}
+	return ruleKey{}, false
+}
+
+// checkRuleKey accepts the key of a rule given on c's command line when policy
+// knows it, and returns the usage error that names the closest option or rule
+// otherwise. A provider parameter (PROVIDER.PARAM) is for the provider to judge;
+// only an unknown provider name is refused here.
+func checkRuleKey(key string, c *command) error {
+	if _, ok := findRuleKey(key); ok {
+		return nil
+	}
+	if prov, param, ok := strings.Cut(key, "."); ok && prov != "" && param != "" {
+		if slices.Contains(policy.Providers, prov) {
+			return nil
+		}
+		if s, ok := closest(prov, policy.Providers); ok {
+			return usagef("unknown rule --%s (no provider %s); did you mean --%s.%s?", key, prov, s, param)
+		}
+		return usagef("unknown rule --%s (no provider %s; see pysandboxes probe)", key, prov)
+	}
+	if policyKnowsKey(key) {
+		return nil
+	}
+	return c.unknown("--" + key)
+}
+
+// policyKnowsKey asks package policy whether it accepts key: it answers a rule
+// with an unknown key by "Invalid rule 'KEY=...'" alone (or "unknown eval key"
+// in the eval- family), and any other rule by loading it or by a message about
+// its value. The list above is what the
+// command completes and suggests; this keeps a key policy learns usable before
+// the list names it.
+func policyKnowsKey(key string) bool {
+	raw := key + "="
+	_, err := policy.Parse(context.Background(), "", nil, &policy.Options{
+		Rules: []string{raw}, Env: []string{}, Dir: "/", Home: "/",
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	var ce policy.ConfigErrors
+	if !errors.As(err, &ce) || len(ce) != 1 {
+		return err == nil
+	}
+	msg := ce[0].Msg
+	base, _, _ := strings.Cut(key, ":")
+	return msg != "Invalid rule '"+raw+"'" && !strings.Contains(msg, "unknown eval key '"+base+"'")
+}
+
+// suggestRuleFix adds a suggestion to policy's message for a line with an
+// unknown key ("Invalid rule 'expose-r=/tmp'"): "; did you mean 'expose-ro'?".
+// Other messages are returned unchanged.
+func suggestRuleFix(msg string) string {
+	raw, ok := strings.CutPrefix(msg, "Invalid rule '")
+	if !ok || !strings.HasSuffix(raw, "'") {
+		return msg
+	}
+	key, _, ok := strings.Cut(strings.TrimSuffix(raw, "'"), "=")
+	if !ok || key == "" {
+		return msg
+	}
+	if _, known := findRuleKey(key); known || strings.ContainsAny(key, ". ") {
+		return msg
+	}
+	var cands []string
+	for _, k := range ruleKeys {
+		if !k.hidden {
+			cands = append(cands, k.name)
+		}
+	}
+	if s, ok := closest(key, cands); ok {
+		return msg + ": unknown key '" + key + "'; did you mean '" + s + "'?"
+	}
+	return msg
+}
+
+// closest returns the candidate nearest to word (by edits: insertions,
+// deletions, substitutions and swaps of two neighbours), when it is near enough
+// to be a typo: one edit for words of up to 4 letters, two up to 11, three
+// beyond. On a tie the first candidate wins.
+func closest(word string, cands []string) (string, bool) {
+	limit := 1
+	switch {
+	case len(word) > 11:
+		limit = 3
+	case len(word) > 4:
+		limit = 2
+	}
+	best, bestD := "", limit+1
+	for _, c := range cands {
+		if d := editDistance(word, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the optimal string alignment distance of a and b.
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		// No typo of a name is that long; keep the work bounded.
+		if a == b {
+			return 0
+		}
+		return 1 << 20
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
