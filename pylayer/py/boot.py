@@ -19,14 +19,20 @@ def _fatal(fd, msg):
     raise SystemExit(120)
 
 
+def _layer(code, ours):
+    """True for the code of a frame of the layer (ours: the ids of its code
+    objects; and the sealed wrappers made from them, named <pysandboxes/...>)."""
+    return id(code) in ours or code.co_filename.startswith('<pysandboxes/')
+
+
 def _trim(tb, ours):
     """The traceback without the layer's own frames (boot, wrappers, hook)."""
-    while tb is not None and tb.tb_frame.f_code in ours:
+    while tb is not None and _layer(tb.tb_frame.f_code, ours):
         tb = tb.tb_next
     head = tb
     while tb is not None:
         nxt = tb.tb_next
-        while nxt is not None and nxt.tb_frame.f_code in ours:
+        while nxt is not None and _layer(nxt.tb_frame.f_code, ours):
             nxt = nxt.tb_next
         tb.tb_next = nxt
         tb = nxt

@@ -116,7 +116,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim):
     sys.stdout = _make_stream(st, io, K_STDOUT, '<stdout>')
     sys.stderr = _make_stream(st, io, K_STDERR, '<stderr>')
 
-    st.ours = frozenset(_codes(main))
+    st.ours = frozenset(id(c) for c in _codes(main))
     if st.guard:
         try:
             S = A['arm'](G, cfg, fd, sb, builtins)
