@@ -1285,7 +1285,7 @@ def _same_file(src, fn, _open=_posix.open, _read=_posix.read, _close=_posix.clos
             if not b:
                 return False
             parts.append(b)
-            n -= len(b)
+            n -= _len(b)
         return _bytes().join(parts) == src
     except _OSError:
         return False
