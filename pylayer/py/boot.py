@@ -92,7 +92,12 @@ def main(fd, modules, read):
     # captures the raw eval, exec and compile), used by the patched builtins
     # (arm.py) and by pysandboxes.guarded_eval.
     eg = modules.pop('evalguard', None)
-    A['EXTRA_CODES'] = tuple(modules.values())
+    # The loader given with -c (the outermost frame) is the layer's too.
+    f = sys._getframe()
+    while f.f_back is not None:
+        f = f.f_back
+    A['EXTRA_CODES'] = tuple(modules.values()) + (f.f_code,)
+    del f
     if cfg.get('eval_profiles') and eg is not None:
         if type(eg) is bytes:
             eg = marshal.loads(eg)
