@@ -1458,9 +1458,12 @@ def _path_quiet(S, ab, _getframe=_GETFRAME, _kind=_frame_kind, _lstat=_posix.lst
 
 def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, _abspath=_abspath,
                _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny, _len=len,
-               _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet):
+               _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet, _ancestor=_ancestor, _ignored=_ignored,
+               _meta=frozenset(('stat', 'lstat', 'access'))):
     """os.<kind>(*a, **k), judged first. kind: stat, lstat, access, readlink,
-    statvfs, pathconf, mkfifo, mknod, chroot."""
+    statvfs, pathconf, mkfifo, mknod, chroot. A directory above an exposed path
+    exists (its name is on the way there: stat, lstat and access see it), its
+    content stays hidden."""
     if a:
         p = a[0]
     else:
@@ -1480,12 +1483,15 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
                         "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s, s, '', '',
                         None, 2)
         else:
-            key = (ab, write, follow, 'path')
+            key = (ab, write, follow, kind)
             if key not in cache:
                 canon = _realpath(ab) if follow else _nofollow(ab)
                 d = kind == 'chroot'
                 err = _decide(S, canon, write, ab, d, True)
-                if (err is not None or S[0]) and not _quiet(S, ab):
+                if err is not None and not write and kind in _meta and _ancestor(S, canon) and \
+                        _ignored(S, canon) is None:
+                    err = None
+                elif (err is not None or S[0]) and (write or not _quiet(S, ab)):
                     err = _decide(S, canon, write, ab, d)
                 if err is None and kind == 'readlink':
                     # What a link names is shown only when it is visible.
