@@ -140,7 +140,7 @@ func TestGuardDoors(t *testing.T) {
 			{name: "AF_UNIX connect to a socket not exposed", code: "s = socket.socket(socket.AF_UNIX)\ns.connect(D + '/out/sock')", exc: "RuleSocketConnectionRefusedError",
 				msg: []string{"Connection to Unix socket '" + d + "/out/sock' DENIED: Access to '" + d + "/out/sock' must be accepted by a rule."}},
 			{name: "AF_UNIX connect to a read-only socket", code: "s = socket.socket(socket.AF_UNIX)\ns.connect(D + '/ro/sock')", exc: "RuleSocketConnectionRefusedError",
-				msg: []string{"Connection to Unix socket '" + d + "/ro/sock' DENIED: Cannot write to '" + d + "/ro/sock'. Rule 'expose-ro=ro' from .py-sandboxes(1)"},
+				msg:  []string{"Connection to Unix socket '" + d + "/ro/sock' DENIED: Cannot write to '" + d + "/ro/sock'. Rule 'expose-ro=ro' from .py-sandboxes(1)"},
 				rule: "expose-ro=ro", ref: ".py-sandboxes(1)"},
 			{name: "AF_UNIX connect to a read-write socket", code: "s = socket.socket(socket.AF_UNIX)\ns.connect(D + '/rw/sock')\ns.close()\nreturn 'connected'", value: "'connected'"},
 		}
