@@ -11,7 +11,7 @@ import (
 // importRules allow the modules the import cases use to reach their doors; none
 // of them allows socket, colorsys, os or re.
 const importRules = `python-import=json, csv, importlib, pickle, logging, pkgutil, runpy, types, _frozen_importlib, _imp
-python-import=unittest, datetime, codecs, marshal
+python-import=unittest, datetime, codecs, marshal, asyncio
 python-api=ALLOW:deserialization
 `
 
@@ -51,6 +51,7 @@ func TestImportWhoImports(t *testing.T) {
 			// What an allowed module imports for itself (re, enum, functools...).
 			{name: "README's json, csv", code: "import json, csv\nreturn csv.writer.__name__, json.dumps([1])", value: "('writer', '[1]')"},
 			{name: "importlib's own warnings", code: "import importlib\nreturn importlib.__name__", value: "'importlib'"},
+			{name: "asyncio's own collections, socket, selectors...", code: "import asyncio\nreturn asyncio.run(asyncio.sleep(0, 'ran'))", value: "'ran'"},
 			{name: "C code's lazy imports (_strptime, encodings)", code: "import datetime, codecs\nreturn datetime.datetime.strptime('2020', '%Y').year, codecs.encode('abc', 'rot13'), 'x'.encode('cp1252')", value: "(2020, 'nop', b'x')"},
 			{name: "sys, builtins", code: "import sys, builtins\nreturn sys.__name__", value: "'sys'"},
 			// The application's own imports, loaded or not.

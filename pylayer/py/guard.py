@@ -9,11 +9,16 @@
 #     this module's globals or tampering with sys.modules changes no decision;
 #   - the state S is a plain tuple of tuples, frozensets and mapping proxies; the
 #     registered hook is a bound method of S (an audit hook cannot be removed);
-#   - the only mutable object that decides (the cache of allowed paths) lives in
-#     the hook's own defaults, and the hook deletes its locals before it raises;
+#   - the mutable objects that decide (the cache of allowed paths, the frame-kind
+#     cache, the registry of what the layer makes after arming) live in
+#     functions' defaults, and the hook deletes its locals before it raises;
 #   - reading or setting __code__/__defaults__/__kwdefaults__ of the layer's
-#     functions, and setting any attribute of its classes, is refused (CPython
-#     audits those accesses).
+#     functions (the sealed wrappers of arm.py included) is refused (CPython
+#     audits those accesses, and the special attributes of classes, not the
+#     others);
+#   - the layer's own code is told by identity (ids of its code objects, kept
+#     alive), a library's by its file name, which no program can give its own
+#     code (see _h_codenew, _h_compile, _h_marshal).
 
 import posix as _posix
 import sys as _sys
@@ -1208,22 +1213,11 @@ def _h_getattr(S, event, args, cache, _capture=frozenset(('tb_frame', 'gi_frame'
 
 
 def _h_setattr(S, event, args, cache, _deny=_deny, _id=id, _mine=_is_own_id, _getframe=_GETFRAME,
-               _importer=_importer, _runs=_library_code, _len=len):
+               _runs=_library_code, _len=len):
     obj = args[0]
     if _id(obj) in S[17] or _mine(obj):
         return _deny(S, 'api', S[13][1],
                      "Modifying the sandbox's own objects is DENIED by implicit default policy.", args[1], '', '', None, 1)
-    if _id(obj) in S[20][9]:
-        # The import system's loaders and finders: what they read is what the
-        # Python layer judges as a library's code.
-        f = _getframe(2)
-        g = _importer(S, f, '', '', True)
-        del f
-        if g is not None:
-            del g
-            return _deny(S, 'api', S[13][4],
-                         "Modifying the import system's class %s is DENIED by implicit default policy." % obj.__name__,
-                         args[1], '', '', None)
     if args[1] == '__code__' and _len(args) > 2:
         f = _getframe(2)
         e = _runs(S, args[2], f)
