@@ -97,7 +97,7 @@ def build(G, cfg, fd, sb):
     handlers = MPT(dict(G['HANDLERS']))
     h = G['_hook']
     cache = {}
-    hook_fn = FUNC(h.__code__, G, '_hook', (handlers.get, cache))
+    hook_fn = FUNC(h.__code__, G, '_hook', (handlers.get, cache) + h.__defaults__[2:])
     hook = METHOD(hook_fn, S)
     gate = METHOD(G['_gate'], S)
     return S, hook, gate, S[11], cache

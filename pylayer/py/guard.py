@@ -877,14 +877,12 @@ def _h_open(S, event, args, cache, _type=type, _str=str, _int=int, _len=len, _ch
     else:
         write = False
     if _type(p) is _str and p.startswith('/'):
-        key = (p, write)
-        if key in cache:
-            return None
         err = _check(S, p, write)
         if err is None and not S[0]:
+            # The hook answers the same (path, mode, flags) from the cache.
             if _len(cache) > 4096:
                 cache.clear()
-            cache[key] = None
+            cache[args] = None
         return err
     if mode is None and _type(p) is not _int:
         s = _tostr(p)
@@ -1650,8 +1648,12 @@ def _fixname_call(S, orig, code, path, _getframe=_GETFRAME, _tostr=_tostr, _libr
     return orig(code, path)
 
 
-def _hook(S, event, args, _get=None, _cache=None):
-    """The audit hook (bound to S): one lookup for the events it ignores."""
+def _hook(S, event, args, _get=None, _cache=None, _type=type, _str=str):
+    """The audit hook (bound to S): one lookup for the events it ignores; an
+    open() of an absolute path already allowed (the same path, mode and flags)
+    is one lookup too."""
+    if event == 'open' and _type(args[0]) is _str and args in _cache:
+        return
     h = _get(event)
     if h is None:
         return
