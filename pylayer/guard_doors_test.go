@@ -106,6 +106,11 @@ func TestGuardDoors(t *testing.T) {
 			{name: "os.path.realpath through it", code: "try:\n    return os.path.realpath(D + '/ro/link') == D + '/ro/link'\nexcept FileNotFoundError as e:\n    return 'must be accepted by a rule' in str(e)", value: "True"},
 			{name: "what is visible stays visible", code: "return os.stat(D + '/ro/f').st_size, os.path.exists(D + '/rw/g'), os.readlink(D + '/ro/linkrw'), os.path.realpath(D + '/ro/linkrw') == D + '/rw/g'",
 				value: "(7, True, '../rw/g', True)"},
+			{name: "a link to a hidden file is hidden itself", code: "return os.path.islink(D + '/ro/link'), os.path.lexists(D + '/ro/link'), os.path.islink(D + '/ro/linkrw')",
+				value: "(False, False, True)"},
+			{name: "a directory above an exposed one exists, one not exposed does not", code: "return os.path.isdir(D + '/out'), os.path.isdir(D), pathlib.Path(D, 'out').is_dir()",
+				value: "(False, True, False)"},
+			notExposed("os.stat(follow_symlinks=False)", "os.stat(os.fsencode(D + '/out/secret'), follow_symlinks=False)", "out/secret"),
 			{name: "a listing hides ignored names and links to hidden files", code: "return sorted(os.listdir(D + '/ro'))", value: "['f', 'linkrw', 'sock']"},
 			{name: "os.scandir too", code: "with os.scandir(D + '/ro') as it:\n    return sorted(e.name for e in it)", value: "['f', 'linkrw', 'sock']"},
 			// Nodes and root changes.
@@ -123,10 +128,14 @@ func TestGuardDoors(t *testing.T) {
 			{name: "Path.glob with ..", code: "return sorted(str(p.relative_to(D)) for p in pathlib.Path(D, 'ro').glob('../*/*'))",
 				value: "['ro/../ro/f', 'ro/../ro/linkrw', 'ro/../ro/sock', 'ro/../rw/fifo', 'ro/../rw/g', 'ro/../rw/sock']"},
 			{name: "glob.glob with ..", code: "return sorted(p[len(D):] for p in glob.glob(D + '/ro/../*'))", value: "['/ro/../ro', '/ro/../rw']"},
+			{name: "a recursive glob above the exposed directories", code: "return sorted(p[len(D):] for p in glob.glob(D + '/**', recursive=True))",
+				value: "['/', '/ro', '/ro/f', '/ro/linkrw', '/ro/sock', '/rw', '/rw/fifo', '/rw/g', '/rw/sock']"},
+			{name: "os.walk and glob of what is not exposed", code: "return list(os.walk(D)), glob.glob(D + '/out/*')", value: "([], [])"},
 			notExposed("a listing of a directory not exposed", "os.listdir(D + '/out')", "out"),
 			// Tracing, native casts, the pure-Python unpickler.
 			apiRefused("threading.settrace", "threading.settrace(lambda *a: None)", "threading.settrace", "threads"),
 			apiRefused("threading.setprofile", "threading.setprofile(lambda *a: None)", "threading.setprofile", "threads"),
+			apiRefused("sys.settrace", "sys.settrace(lambda *a: None)", "sys.settrace", "introspection"),
 			apiRefused("ctypes.cast", "import ctypes\nctypes.cast(0, ctypes.c_void_p)", "ctypes.cast", "native"),
 			apiRefused("ctypes.string_at", "import ctypes\nctypes.string_at(id(1), 8)", "ctypes.string_at", "native"),
 			apiRefused("pickle._loads", "import pickle\nreturn pickle._loads(pickle.dumps([1]))", "pickle._loads", "deserialization"),
@@ -142,7 +151,16 @@ func TestGuardDoors(t *testing.T) {
 			{name: "AF_UNIX connect to a read-only socket", code: "s = socket.socket(socket.AF_UNIX)\ns.connect(D + '/ro/sock')", exc: "RuleSocketConnectionRefusedError",
 				msg:  []string{"Connection to Unix socket '" + d + "/ro/sock' DENIED: Cannot write to '" + d + "/ro/sock'. Rule 'expose-ro=ro' from .py-sandboxes(1)"},
 				rule: "expose-ro=ro", ref: ".py-sandboxes(1)"},
+			{name: "AF_UNIX connect_ex", code: "s = socket.socket(socket.AF_UNIX)\nreturn s.connect_ex(D + '/out/sock')", exc: "RuleSocketConnectionRefusedError",
+				msg: []string{"Connection to Unix socket '" + d + "/out/sock' DENIED"}},
+			{name: "AF_UNIX datagram sendto", code: "s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)\ns.sendto(b'x', D + '/out/sock')", exc: "RuleSocketConnectionRefusedError",
+				msg: []string{"Connection to Unix socket '" + d + "/out/sock' DENIED"}},
 			{name: "AF_UNIX connect to a read-write socket", code: "s = socket.socket(socket.AF_UNIX)\ns.connect(D + '/rw/sock')\ns.close()\nreturn 'connected'", value: "'connected'"},
+		}
+		if in.Version[1] >= 12 {
+			cases = append(cases,
+				apiRefused("threading.settrace_all_threads", "threading.settrace_all_threads(lambda *a: None)", "threading.settrace_all_threads", "threads"),
+				apiRefused("threading.setprofile_all_threads", "threading.setprofile_all_threads(lambda *a: None)", "threading.setprofile_all_threads", "threads"))
 		}
 		runCases(t, in, dir, doorsRules, doorsPrelude, cases)
 	})

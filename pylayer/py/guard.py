@@ -1451,7 +1451,8 @@ def _path_quiet(S, ab, _getframe=_GETFRAME, _kind=_frame_kind, _lstat=_posix.lst
 def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, _abspath=_abspath,
                _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny, _len=len,
                _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet, _ancestor=_ancestor, _ignored=_ignored,
-               _meta=frozenset(('stat', 'lstat', 'access'))):
+               _meta=frozenset(('stat', 'lstat', 'access')), _lstat=_posix.lstat, _islnk=_stat.S_ISLNK,
+               _OSError=OSError):
     """os.<kind>(*a, **k), judged first. kind: stat, lstat, access, readlink,
     statvfs, pathconf, mkfifo, mknod, chroot. A directory above an exposed path
     exists (its name is on the way there: stat, lstat and access see it), its
@@ -1485,9 +1486,15 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
                     err = None
                 elif (err is not None or S[0]) and (write or not _quiet(S, ab)):
                     err = _decide(S, canon, write, ab, d)
-                if err is None and kind == 'readlink':
-                    # What a link names is shown only when it is visible.
-                    err = _decide(S, _realpath(ab), False, ab, False)
+                if err is None and (kind == 'readlink' or not follow):
+                    # A link to what is hidden is hidden too (a listing does not
+                    # show it): what it names, and the link itself.
+                    try:
+                        link = _islnk(_lstat(ab).st_mode)
+                    except _OSError:
+                        link = False
+                    if link:
+                        err = _decide(S, _realpath(ab), False, ab, False)
                 if err is None and not S[0] and kind not in _write:
                     if _len(cache) > 4096:
                         cache.clear()
