@@ -91,7 +91,19 @@ func TestImportWhoImports(t *testing.T) {
 			{name: "_imp.get_frozen_object with the program's data", code: "import _imp, marshal\nreturn _imp.get_frozen_object('os', bytes.fromhex('" + code + "'))",
 				exc: "RuleApiPermissionError", msg: []string{"Loading frozen code from the program's data is DENIED"}},
 		}
-		runCases(t, in, t.TempDir(), importRules, stdlibPrelude, cases)
+		rules := importRules
+		if in.Version[1] == 11 {
+			// imp (removed in 3.12).
+			rules += "python-import=imp, warnings\n"
+			cases = append(cases,
+				// imp's loader is a subclass of SourceFileLoader: the compiled
+				// code it reads is not the import system's own load.
+				pyCase{name: "imp.load_source", code: "import warnings\nwarnings.simplefilter('ignore')\nimport imp\nreturn imp.load_source('json', STDLIB + '/colorsys.py')",
+					exc: "RuleApiPermissionError", msg: []string{"Loading code named as a library file is DENIED"}},
+				// imp.init_builtin returns None when the import fails.
+				pyCase{name: "imp.init_builtin", code: "import warnings\nwarnings.simplefilter('ignore')\nimport imp\nreturn imp.init_builtin('_socket')", value: "None"})
+		}
+		runCases(t, in, t.TempDir(), rules, stdlibPrelude, cases)
 	})
 }
 
