@@ -45,8 +45,10 @@
 // encodings, copyreg...). sys, builtins and the program's __main__ need no rule.
 //
 // Library code is told by its file name (the interpreter's stdlib and
-// site-packages directories, <frozen ...>), the layer's by the identity of its
-// code objects. No program can make a code object named as a library file:
+// site-packages directories, a site-packages directory on sys.path that the
+// program may not write, <frozen ...>), the layer's by the identity of its code
+// objects; an application installed into site-packages is a library to the
+// layer (its own imports are allowed with it). No program can make a code object named as a library file:
 // code.replace and types.CodeType, compile, marshal.loads,
 // _imp._fix_co_filename and _imp.get_frozen_object are judged (only the import
 // system's own load of a library's compiled file may name code so), and a
