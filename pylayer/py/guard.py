@@ -418,8 +418,35 @@ def _nofollow(a, _realpath=_realpath):
     return ('' if d == '/' else d) + '/' + name
 
 
-def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, follow=True, sock=False, _tostr=_tostr,
-                _abspath=_abspath, _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny):
+def _realpath_c(a, cache, _realpath=_realpath, _lstat=_posix.lstat, _islnk=_stat.S_ISLNK, _OSError=OSError):
+    """_realpath(a), with the canonical form of a's directory remembered in
+    cache (under ('dir', directory); the cache is cleared when the program
+    writes): one lstat for a new name in a known directory."""
+    if cache is None:
+        return _realpath(a)
+    d, _, name = a.rpartition('/')
+    if name == '' or name == '.' or name == '..':
+        return _realpath(a)
+    if d == '':
+        d = '/'
+    key = ('dir', d)
+    cd = cache.get(key)
+    if cd is None:
+        cd = _realpath(d)
+        cache[key] = cd
+    full = ('' if cd == '/' else cd) + '/' + name
+    try:
+        st = _lstat(full)
+    except _OSError:
+        return full
+    if _islnk(st.st_mode):
+        return _realpath(full)
+    return full
+
+
+def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, follow=True, sock=False, cache=None,
+                _tostr=_tostr, _abspath=_abspath, _realpath=_realpath_c, _nofollow=_nofollow, _decide=_file_decide,
+                _deny=_deny):
     s = _tostr(p)
     if s is None or s == '':
         return None  # a descriptor, or the OS call fails by itself
@@ -427,7 +454,7 @@ def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, follow=
     if a is None:
         return _deny(S, 'file', S[13][0],
                      "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s, s, '', '', None, 2)
-    return _decide(S, _realpath(a) if follow else _nofollow(a), write, a, record_dir, quiet, sock)
+    return _decide(S, _realpath(a, cache) if follow else _nofollow(a), write, a, record_dir, quiet, sock)
 
 
 def _dir_of(a):
@@ -877,7 +904,7 @@ def _h_open(S, event, args, cache, _type=type, _str=str, _int=int, _len=len, _ch
     else:
         write = False
     if _type(p) is _str and p.startswith('/'):
-        err = _check(S, p, write)
+        err = _check(S, p, write, None, False, False, True, False, cache)
         if err is None and not S[0]:
             # The hook answers the same (path, mode, flags) from the cache.
             if _len(cache) > 4096:
@@ -1452,11 +1479,13 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
                _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny, _len=len,
                _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet, _ancestor=_ancestor, _ignored=_ignored,
                _meta=frozenset(('stat', 'lstat', 'access')), _lstat=_posix.lstat, _islnk=_stat.S_ISLNK,
-               _OSError=OSError):
+               _OSError=OSError, _realpath_c=_realpath_c, _str=str):
     """os.<kind>(*a, **k), judged first. kind: stat, lstat, access, readlink,
     statvfs, pathconf, mkfifo, mknod, chroot. A directory above an exposed path
     exists (its name is on the way there: stat, lstat and access see it), its
     content stays hidden."""
+    if not k and _len(a) == 1 and _type(a[0]) is _str and (a[0], False, kind != 'lstat', kind) in cache:
+        return orig(*a)  # an absolute path already allowed (the key _abspath would give)
     if a:
         p = a[0]
     else:
@@ -1478,7 +1507,7 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
         else:
             key = (ab, write, follow, kind)
             if key not in cache:
-                canon = _realpath(ab) if follow else _nofollow(ab)
+                canon = _realpath_c(ab, cache) if follow else _nofollow(ab)
                 d = kind == 'chroot'
                 err = _decide(S, canon, write, ab, d, True)
                 if err is not None and not write and kind in _meta and _ancestor(S, canon) and \
@@ -1540,11 +1569,14 @@ def _resolve_name(name, g, level, _tostr=_tostr, _type=type, _int=int, _isinstan
 
 
 def _import_call(S, orig, request, name, g=None, l=None, fromlist=(), level=0, _getframe=_GETFRAME,
-                 _resolve=_resolve_name, _check=_import_check):
+                 _resolve=_resolve_name, _check=_import_check, _type=type, _int=int, _str=str):
     """builtins.__import__ (and importlib.__import__): the import statement and
     __import__ calls, judged whether the module is loaded or not. request: a
     library's function that imports what its caller names (logging.config)."""
-    full = _resolve(name, g, level)
+    if level == 0 and _type(level) is _int and _type(name) is _str:
+        full = name
+    else:
+        full = _resolve(name, g, level)
     if full is not None:
         top = full.partition('.')[0]
         if S[6] is None and top not in S[7] and top not in S[20][4]:
