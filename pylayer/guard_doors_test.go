@@ -185,3 +185,27 @@ func TestGuardThreadsDeny(t *testing.T) {
 		}
 	})
 }
+
+// TestGuardOriginalsOutOfReach: the originals of the functions the layer wraps
+// (those without an audit event) cannot be reached: not through the wrapper
+// (no closure; its code, defaults and keyword defaults cannot be read), nor
+// through a fresh copy of their module (made by _imp, itself wrapped again when
+// copied).
+func TestGuardOriginalsOutOfReach(t *testing.T) {
+	eachPython(t, func(t *testing.T, in *Interpreter) {
+		rules := "python-import=os, posix, _imp, _frozen_importlib\n"
+		prelude := "import os, _imp, _frozen_importlib as F\n"
+		ownRead := func(name, code string) pyCase {
+			return pyCase{name: name, code: code, exc: "RulePermissionError", msg: []string{"Reading the sandbox's own functions is DENIED by implicit default policy."}}
+		}
+		cases := []pyCase{
+			{name: "no closure", code: "return os.setuid.__closure__, os.listdir.__closure__, __import__.__closure__", value: "(None, None, None)"},
+			ownRead("__code__", "return os.setuid.__code__"),
+			ownRead("__kwdefaults__", "return __import__.__kwdefaults__"),
+			ownRead("__defaults__", "return os.stat.__defaults__"),
+			apiRefused("a fresh posix", "p = _imp.create_builtin(F.ModuleSpec('posix', None))\np.setuid(os.getuid())", "os.setuid", "privileges"),
+			apiRefused("a fresh _imp, then a fresh posix", "i = _imp.create_builtin(F.ModuleSpec('_imp', None))\np = i.create_builtin(F.ModuleSpec('posix', None))\np.setuid(os.getuid())", "os.setuid", "privileges"),
+		}
+		runCases(t, in, t.TempDir(), rules, prelude, cases)
+	})
+}

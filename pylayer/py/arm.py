@@ -643,9 +643,12 @@ def arm(G, cfg, fd, sb, builtins):
     done = {}
     osmods = [posix, sys.modules['os']]
     extra = {'socket': lambda module: _dns_patch(S, G, module, learning)}
+    MPT = G['_MPT']
     for modname, table in G['METHOD_PATCHES'].items():
-        extra[modname] = lambda module, table=table: _patch_methods(module, table, gate, done, reg)
-    patch = _seal(_t_patch, (_after, (G['_MPT'](dict(G['PATCHES'])), gate, done, reg, extra)), reg)
+        extra[modname] = lambda module, table=MPT(dict(table)): _patch_methods(module, table, gate, done, reg)
+    # Copies: the guard's namespace is reachable from the program.
+    tables = MPT({k: MPT(dict(v)) for k, v in G['PATCHES'].items()})
+    patch = _seal(_t_patch, (_after, (tables, gate, done, reg, extra)), reg)
     for modname in set(G['PATCHES']) | set(extra):
         m = sys.modules.get(modname)
         if m is not None:
@@ -735,19 +738,24 @@ def _import_patch(S, G, builtins, reg, patch, extra):
         extra[name] = fn
         if name in sys.modules:
             fn(sys.modules[name])
-    for attr, tmpl, impl in (('create_builtin', _t_imp1, '_builtin_call'),
-                             ('create_dynamic', _t_imp_rest, '_dynamic_call'),
-                             ('exec_builtin', _t_imp1, '_exec_ext_call'),
-                             ('exec_dynamic', _t_imp1, '_exec_ext_call')):
-        o = getattr(_imp, attr, None)
-        if o is not None:
-            setattr(_imp, attr, _seal(tmpl, (G[impl], S, o, patch), reg, o))
-    o = getattr(_imp, 'get_frozen_object', None)
-    if o is not None:
-        _imp.get_frozen_object = _seal(_t_frozen, (G['_frozen_call'], S, o), reg, o)
-    o = getattr(_imp, '_fix_co_filename', None)
-    if o is not None:
-        _imp._fix_co_filename = _seal(_t_fixname, (G['_fixname_call'], S, o), reg, o)
+
+    def imp_after(module):
+        # A fresh copy of _imp holds the original functions: wrapped again.
+        for attr, tmpl, impl in (('create_builtin', _t_imp1, '_builtin_call'),
+                                 ('create_dynamic', _t_imp_rest, '_dynamic_call'),
+                                 ('exec_builtin', _t_imp1, '_exec_ext_call'),
+                                 ('exec_dynamic', _t_imp1, '_exec_ext_call')):
+            o = module.__dict__.get(attr)
+            if o is not None and not mine(o):
+                setattr(module, attr, _seal(tmpl, (G[impl], S, o, patch), reg, o))
+        o = module.__dict__.get('get_frozen_object')
+        if o is not None and not mine(o):
+            module.get_frozen_object = _seal(_t_frozen, (G['_frozen_call'], S, o), reg, o)
+        o = module.__dict__.get('_fix_co_filename')
+        if o is not None and not mine(o):
+            module._fix_co_filename = _seal(_t_fixname, (G['_fixname_call'], S, o), reg, o)
+    extra['_imp'] = imp_after
+    imp_after(_imp)
 
 
 ARM = globals()
