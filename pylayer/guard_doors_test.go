@@ -4,6 +4,8 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 )
 
@@ -207,5 +209,34 @@ func TestGuardOriginalsOutOfReach(t *testing.T) {
 			apiRefused("a fresh _imp, then a fresh posix", "i = _imp.create_builtin(F.ModuleSpec('_imp', None))\np = i.create_builtin(F.ModuleSpec('posix', None))\np.setuid(os.getuid())", "os.setuid", "privileges"),
 		}
 		runCases(t, in, t.TempDir(), rules, prelude, cases)
+	})
+}
+
+// TestGuardLearningMetadata: learning records the files whose metadata the
+// program reads, not the directories it walks through (realpath, isdir).
+func TestGuardLearningMetadata(t *testing.T) {
+	eachPython(t, func(t *testing.T, in *Interpreter) {
+		dir := t.TempDir()
+		if err := os.MkdirAll(filepath.Join(dir, "data", "sub"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "data", "f.txt"), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pol := loadRules(t, dir, "")
+		prog := "import os\nD = os.getcwd()\nos.path.realpath(D + '/data/sub/../sub')\nos.path.isdir(D + '/data')\nprint(os.stat(D + '/data/f.txt').st_size)\n"
+		r := runGuard(t, in, dir, pol, ModeLearn, Target{Kind: "command", Value: prog})
+		if r.exit != 0 || r.stdout != "1\n" {
+			t.Fatalf("learning run:\n%s", r)
+		}
+		var got []string
+		for _, f := range r.res.Observations.Files {
+			if strings.HasPrefix(f.Path, dir) || strings.HasPrefix(dir, f.Path) {
+				got = append(got, f.Path)
+			}
+		}
+		if want := []string{filepath.Join(dir, "data", "f.txt")}; !slices.Equal(got, want) {
+			t.Errorf("learned %v, want %v", got, want)
+		}
 	})
 }

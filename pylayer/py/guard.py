@@ -1458,6 +1458,14 @@ _PATH_WRITE = frozenset(('mkfifo', 'mknod', 'chroot'))
 _PATH_ARG = {'access': 1, 'mkfifo': 1, 'mknod': 1, 'pathconf': 1}
 
 
+def _isdir_path(canon, _stat=_posix.stat, _isdir=_stat.S_ISDIR, _OSError=OSError):
+    """True when canon is a directory."""
+    try:
+        return _isdir(_stat(canon).st_mode)
+    except _OSError:
+        return False
+
+
 def _path_quiet(S, ab, _getframe=_GETFRAME, _kind=_frame_kind, _lstat=_posix.lstat, _OSError=OSError):
     """True when a refused path is not worth reporting (nor learning): the
     import system probing its path, or a path that does not exist anyway."""
@@ -1479,7 +1487,7 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
                _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny, _len=len,
                _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet, _ancestor=_ancestor, _ignored=_ignored,
                _meta=frozenset(('stat', 'lstat', 'access')), _lstat=_posix.lstat, _islnk=_stat.S_ISLNK,
-               _OSError=OSError, _realpath_c=_realpath_c, _str=str):
+               _OSError=OSError, _realpath_c=_realpath_c, _str=str, _isdir_p=_isdir_path):
     """os.<kind>(*a, **k), judged first. kind: stat, lstat, access, readlink,
     statvfs, pathconf, mkfifo, mknod, chroot. A directory above an exposed path
     exists (its name is on the way there: stat, lstat and access see it), its
@@ -1512,6 +1520,11 @@ def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, 
                 err = _decide(S, canon, write, ab, d, True)
                 if err is not None and not write and kind in _meta and _ancestor(S, canon) and \
                         _ignored(S, canon) is None:
+                    err = None
+                elif S[0] and not write and kind in _meta and _isdir_p(canon):
+                    # Learning: the metadata of a directory (a path walked
+                    # through, realpath...) grants nothing; what is read in it is
+                    # learned.
                     err = None
                 elif (err is not None or S[0]) and (write or not _quiet(S, ab)):
                     err = _decide(S, canon, write, ab, d)
