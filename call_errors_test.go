@@ -117,7 +117,7 @@ func TestCallDenialOfAHost(t *testing.T) {
 	}
 	d := re.Denials[0]
 	if d.Kind != "network" || d.Exception != "RuleSocketConnectionRefusedError" || d.Rule != "net=DENY|tcp|127.0.0.2|*|OUT" ||
-		!strings.HasSuffix(d.Ref, ".py-sandboxes(3)") || !strings.Contains(re.Message, "DENIED by explicit rule") {
+		!strings.HasSuffix(d.Ref, ".py-sandboxes(4)") || !strings.Contains(re.Message, "DENIED by explicit rule") {
 		t.Errorf("denial = %+v, message %q", d, re.Message)
 	}
 }

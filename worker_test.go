@@ -30,8 +30,13 @@ func callDir(t testing.TB) string {
 // unexposed paths): the tests that use it test Call and Eval, not that.
 var landlockMeta = pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta | pysandboxes.CapHide)
 
+// callModImports are the modules callmod.py imports (the application's imports
+// need their python-import= rules, loaded or not).
+const callModImports = "python-import=asyncio, os, time, datetime, decimal, fractions, uuid, pathlib, ipaddress, collections\n"
+
 // callSandbox makes a sandbox for Call under provider ("landlock" or
-// "subprocess") whose policy exposes the test module's directory, plus rules.
+// "subprocess") whose policy exposes the test module's directory and allows its
+// imports, plus rules.
 func callSandbox(t testing.TB, provider, rules string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
 	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
@@ -39,7 +44,7 @@ func callSandbox(t testing.TB, provider, rules string, opts ...pysandboxes.Optio
 	}
 	dir := callDir(t)
 	file := filepath.Join(t.TempDir(), ".py-sandboxes")
-	if err := os.WriteFile(file, []byte("expose-ro="+dir+"\n"+rules), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte("expose-ro="+dir+"\n"+callModImports+rules), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -213,7 +218,7 @@ func TestCallEagerWorkers(t *testing.T) {
 	}
 
 	dir := callDir(t)
-	pol, err := policy.NewBuilder().ExposeRO(dir).Build(context.Background(), nil)
+	pol, err := policy.NewBuilder().ExposeRO(dir).PythonImport("asyncio", "os").Build(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -69,7 +69,7 @@ func TestEnvironmentNotOnCommandLine(t *testing.T) {
 // TestEnvironmentFromRequest: Sandbox.Python's own variables (the Python layer's)
 // reach the program too: the request's environment is what counts.
 func TestEnvironmentFromRequest(t *testing.T) {
-	sb := sandbox(t, []string{"env=A=1"}, pysandboxes.WithPython("/usr/bin/python3"))
+	sb := sandbox(t, []string{"env=A=1", "python-import=os"}, pysandboxes.WithPython("/usr/bin/python3"))
 	out, err := sb.Python(context.Background(), "-c", "import os; print(os.environ.get('A'))").CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)

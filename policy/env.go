@@ -79,10 +79,13 @@ func envMatch(pattern, name string) bool { return starMatch(pattern, name) }
 
 // finishEnv computes the child's environment from the host environment.
 //
-// For each variable, an exact rule beats a pattern whatever their order; at the same
-// level an unenv= beats an env= (fail closed); among several env= rules of the same
-// level the first one wins, so rules given by code or on the command line (read
-// first) take priority. A rule whose value resolves to "" sets nothing.
+// For each variable, an exact rule beats a pattern whatever their order. At the
+// same level the rules apply in order, as upstream's: an unenv= removes what the
+// rules before it set (an env= after it sets the variable again), and among
+// env= rules the first one wins, so rules given by code or on the command line
+// (read first) take priority; an unenv= given by code or on the command line
+// removes the variable whatever the files set. A rule whose value resolves to ""
+// sets nothing.
 func (ld *loader) finishEnv() {
 	ld.p.envFrom = map[string]Ref{}
 	if ld.p.env == nil {
@@ -157,20 +160,27 @@ func decideEnv(name string, exact, patterns []*EnvRule) (*EnvRule, bool) {
 	return set, found && !removed
 }
 
-// decideLevel applies the rules of one level (all of them when name is "", else
-// those whose pattern matches name): found reports that one applies, removed that an
-// unenv= does, set is the first env= that does.
+// decideLevel applies the rules of one level, in load order (all of them when name
+// is "", else those whose pattern matches name): found reports that one applies,
+// removed that an unenv= removes the variable, set is the env= that sets it.
 func decideLevel(rules []*EnvRule, name string) (set *EnvRule, removed, found bool) {
+	argUnset := false
 	for _, e := range rules {
 		if name != "" && !envMatch(e.Name, name) {
 			continue
 		}
 		found = true
-		if e.Unset {
-			removed = true
-		} else if set == nil {
-			set = e
+		switch {
+		case e.Unset && e.Ref.File == ArgFile:
+			argUnset = true
+		case e.Unset:
+			set, removed = nil, true
+		case set == nil:
+			set, removed = e, false
 		}
+	}
+	if argUnset {
+		set, removed = nil, true
 	}
 	return set, removed, found
 }

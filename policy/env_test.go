@@ -54,9 +54,11 @@ func TestEnviron(t *testing.T) {
 			want: []string{"AWS_ID=id", "A_KEY_SUFFIX=no", "HOME=/home/u", "TERM=xterm", "USER=u"},
 		},
 		{name: "unenv exact", text: "env=USER=${USER}\nunenv=USER", want: []string{}},
-		{name: "unenv before env", text: "unenv=USER\nenv=USER=${USER}", want: []string{}},
+		// unenv= acts on what the rules before it set (upstream's
+		// unenv_only_removes_what_is_already_declared).
+		{name: "unenv before env", text: "unenv=USER\nenv=USER=${USER}", want: []string{"USER=u"}},
 		{name: "unenv pattern removes a pattern", text: "env=AWS_*=${AWS_*}\nunenv=AWS_S*", want: []string{"AWS_ID=id"}},
-		{name: "unenv pattern wherever written", text: "unenv=AWS_S*\nenv=AWS_*=${AWS_*}", want: []string{"AWS_ID=id"}},
+		{name: "unenv pattern before env", text: "unenv=AWS_S*\nenv=AWS_*=${AWS_*}", want: []string{"AWS_ID=id", "AWS_SECRET=s"}},
 		// Exact beats wildcard in both directions, whatever the order.
 		{name: "exact env beats pattern unenv", text: "unenv=*_KEY\nenv=OPENAI_API_KEY=${OPENAI_API_KEY}", want: []string{"OPENAI_API_KEY=sk-1"}},
 		{name: "exact env beats pattern unenv, reversed", text: "env=OPENAI_API_KEY=${OPENAI_API_KEY}\nunenv=*_KEY", want: []string{"OPENAI_API_KEY=sk-1"}},
@@ -65,8 +67,8 @@ func TestEnviron(t *testing.T) {
 		{name: "exact env beats pattern env", text: "env=*_KEY=${*_KEY}\nenv=A_KEY=fixed", want: []string{"A_KEY=fixed", "OPENAI_API_KEY=sk-1", "OTHER_API_KEY=sk-2"}},
 		{name: "exact env beats pattern env, reversed", text: "env=A_KEY=fixed\nenv=*_KEY=${*_KEY}", want: []string{"A_KEY=fixed", "OPENAI_API_KEY=sk-1", "OTHER_API_KEY=sk-2"}},
 		{name: "exact empty value beats a pattern and sets nothing", text: "env=*_KEY=${*_KEY}\nenv=A_KEY=${UNSET}", want: []string{"OPENAI_API_KEY=sk-1", "OTHER_API_KEY=sk-2"}},
-		// unenv beats env at the same level.
-		{name: "unenv beats env, exact", text: "env=USER=x\nunenv=USER\nenv=USER=y", want: []string{}},
+		// At the same level the rules apply in order.
+		{name: "env after unenv sets again, exact", text: "env=USER=x\nunenv=USER\nenv=USER=y", want: []string{"USER=y"}},
 		{name: "unenv beats env, pattern", text: "env=AWS_*=${AWS_*}\nunenv=AWS_*", want: []string{}},
 		// First env= of a level wins.
 		{name: "first exact wins", text: "env=USER=one\nenv=USER=two", want: []string{"USER=one"}, src: map[string]string{"USER": ".py-sandboxes(1)"}},

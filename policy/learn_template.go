@@ -77,8 +77,8 @@ func buildTemplate() string {
 		"#   env=NAME=value                 a fixed value",
 		"#   env=NAME=${NAME}               the host's value (or ${NAME:-default})",
 		"#   env=*_API_KEY=${*_API_KEY}     every host variable matching the pattern",
-		"#   unenv=NAME                     remove a variable (patterns too); wins",
-		"#                                  over env= at the same level",
+		"#   unenv=NAME                     remove a variable set by the lines above",
+		"#                                  (patterns too)",
 		"# e.g. env=OPENAI_API_KEY=${OPENAI_API_KEY}",
 	)
 	marker("learning_guard_envs")

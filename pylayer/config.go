@@ -111,6 +111,16 @@ func buildConfig(in ConfigInput) ([]byte, error) {
 	}
 	cfg["stdlib"] = pyTuple(toAny(stdlib))
 	cfg["site"] = pyTuple(toAny(site))
+	var library []string
+	opcodes := pyDict{}
+	if in.Interp != nil {
+		library = in.Interp.Info.Library
+		for k, v := range in.Interp.Info.Opcodes {
+			opcodes[k] = v
+		}
+	}
+	cfg["library"] = pyTuple(toAny(library))
+	cfg["opcodes"] = opcodes
 	cfg["interp_dirs"] = pyTuple(toAny(interpDirs))
 	var ignores []any
 	for _, ig := range p.Ignores() {

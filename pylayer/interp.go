@@ -59,6 +59,12 @@ type InterpInfo struct {
 	Site       []string `json:"site"`     // site-packages directories, canonical
 	Prefixes   []string `json:"prefixes"` // sys.prefix and friends, canonical
 	Executable string   `json:"executable"`
+	// Library lists the stdlib and site-packages directories as the interpreter
+	// spells them (not resolved): the file names of the code it loads from them.
+	Library []string `json:"library"`
+	// Opcodes holds the numbers of the opcodes the Python layer reads in a frame
+	// (IMPORT_NAME, EXTENDED_ARG).
+	Opcodes map[string]int `json:"opcodes"`
 }
 
 // String renders "Python 3.11.2 (/usr/bin/python3.11)".
@@ -66,7 +72,7 @@ func (in *Interpreter) String() string {
 	return fmt.Sprintf("Python %d.%d.%d (%s)", in.Version[0], in.Version[1], in.Version[2], in.Path)
 }
 
-const infoQuery = `import sys, sysconfig, os, json, importlib.util as u
+const infoQuery = `import sys, sysconfig, os, json, opcode, importlib.util as u
 p = sysconfig.get_paths()
 def real(x):
     return os.path.realpath(x) if x else x
@@ -81,7 +87,9 @@ print(json.dumps({"version": list(sys.version_info[:3]), "version_s": sys.versio
  "stdlib": sorted({real(p.get("stdlib")), real(p.get("platstdlib"))} - {None, ""}),
  "site": sorted({real(x) for x in site + [p.get("purelib"), p.get("platlib")] if x}),
  "prefixes": sorted({real(x) for x in (sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix) if x}),
- "executable": sys.executable}))
+ "executable": sys.executable,
+ "library": sorted({x for x in [p.get("stdlib"), p.get("platstdlib"), p.get("purelib"), p.get("platlib")] + site if x}),
+ "opcodes": {k: opcode.opmap[k] for k in ("IMPORT_NAME", "EXTENDED_ARG")}}))
 `
 
 // ResolveInterpreter finds the real interpreter: path when given, else the
@@ -188,7 +196,7 @@ func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 	if derr == nil {
 		if data, err := diskcache.Read(dir, name, 1<<20); err == nil {
 			var info InterpInfo
-			if json.Unmarshal(data, &info) == nil && info.Version[0] != 0 {
+			if json.Unmarshal(data, &info) == nil && info.Version[0] != 0 && len(info.Opcodes) == 2 {
 				return &info, nil
 			}
 		}
@@ -205,7 +213,7 @@ func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 		return nil, fmt.Errorf("pylayer: cannot ask the Python interpreter %s about itself: %v: %s", real, err, strings.TrimSpace(stderr.String()))
 	}
 	var info InterpInfo
-	if err := json.Unmarshal(out, &info); err != nil || info.Version[0] == 0 {
+	if err := json.Unmarshal(out, &info); err != nil || info.Version[0] == 0 || len(info.Opcodes) != 2 {
 		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out)
 	}
 	if derr == nil {

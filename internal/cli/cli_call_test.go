@@ -21,7 +21,8 @@ func callDir(t *testing.T, rules string) string {
 	root := t.TempDir()
 	dir := filepath.Join(root, "work")
 	writeFile(t, filepath.Join(root, "secret.txt"), "secret\n")
-	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "expose-ro=.\n"+rules)
+	// clifuncs imports datetime (the application's imports need their rules).
+	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "expose-ro=.\n"+rules+"python-import=datetime\n")
 	writeFile(t, filepath.Join(dir, "clifuncs.py"), `
 import sys
 
@@ -170,7 +171,7 @@ func TestCallWorkerFailuresExitThree(t *testing.T) {
 		t.Errorf("bad rule file: exit %d, stderr %q; want 3 naming the line", code, errs)
 	}
 	// A timeout kills the worker.
-	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "expose-ro=.\n")
+	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "expose-ro=.\npython-import=time\n")
 	writeFile(t, filepath.Join(dir, "slow.py"), "import time\ndef sleep():\n    time.sleep(30)\n")
 	_, errs, code = pysb(t, dir, "call", "--path", dir, "--timeout", "500ms", "slow:sleep")
 	if code != 3 || !strings.Contains(errs, "deadline") {

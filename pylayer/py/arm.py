@@ -7,6 +7,7 @@
 
 import sys
 import posix
+import builtins as _builtins
 import os  # noqa: F401  (not imported at start under -S)
 
 
@@ -94,70 +95,213 @@ def build(G, cfg, fd, sb):
     # while it sets its limits, before it evaluates anything.
     zygote = {posix.getpid()} if cfg['target']['kind'] == 'zygote' else None
     S = (learning, exposes, implicit, ignores, tuple(rules), pins, imports_all, imports, api, doors, stdlib,
-         frozenset(ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), any_addr, frozenset(id(o) for o in own),
-         set(), set())
+         frozenset(id(c) for c in ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), any_addr,
+         frozenset(id(o) for o in own), set(), set(), _import_state(cfg, exposes), tuple(ours))
     handlers = MPT(dict(G['HANDLERS']))
     h = G['_hook']
-    hook_fn = FUNC(h.__code__, G, '_hook', (handlers.get, {}))
+    cache = {}
+    hook_fn = FUNC(h.__code__, G, '_hook', (handlers.get, cache) + h.__defaults__[2:])
     hook = METHOD(hook_fn, S)
     gate = METHOD(G['_gate'], S)
-    return S, hook, gate, frozenset(ours)
+    return S, hook, gate, S[11], cache
 
 
-def _wrap(orig, qual, gate):
-    def w(*a, **k):
-        gate(qual)
-        return orig(*a, **k)
-    try:
-        w.__name__ = orig.__name__
-        w.__qualname__ = getattr(orig, '__qualname__', orig.__name__)
-        w.__doc__ = orig.__doc__
-    except (AttributeError, TypeError):
-        pass
-    return w
+# Modules always importable: the layer's own, the interpreter itself (sys,
+# builtins) and the program's own __main__.
+ALWAYS = frozenset(('pysandboxes', 'sys', 'builtins', '__main__'))
+
+# What the interpreter's C code imports for itself, lazily, while it runs a
+# function the program called (time.strptime, a codec lookup, copy and pickle's
+# reduce protocol, io.open_code...): allowed when the program did not name them.
+C_IMPORTS = frozenset(('_strptime', 'encodings', 'copyreg', '_compat_pickle', '_io', 'io', 'time', 'warnings',
+                       'linecache', 'traceback', 'codecs', 'locale', '_locale', 'unicodedata', '_weakrefset'))
 
 
-def patch_module(mod, table, gate, done):
+def _import_state(cfg, exposes):
+    """S[20]: what the import judge needs (see guard.py, imports)."""
+    import _frozen_importlib as B
+    import _frozen_importlib_external as BE
+
+    def slash(p):
+        return p.rstrip('/') + '/'
+    roots = set()
+    for d in tuple(cfg['stdlib']) + tuple(cfg.get('library') or ()):
+        roots.add(slash(d))
+    for d in cfg['stdlib']:
+        roots.add(slash(d) + 'lib-dynload/')
+    for d in cfg['site']:
+        roots.add(slash(d))
+    for d in tuple(cfg.get('library') or ()):
+        if d.endswith('/lib/python%d.%d' % sys.version_info[:2]):
+            roots.add(slash(d) + 'lib-dynload/')
+    # Other site-packages directories on sys.path (a virtual environment given as
+    # a path), unless the program may write there.
+    for d in sys.path:
+        if type(d) is str and d.startswith('/') and (d.endswith('/site-packages') or d.endswith('/dist-packages')):
+            p = slash(d)
+            if not any(e[2] and (p == e[1] or p.startswith(e[1])) for e in exposes):
+                roots.add(p)
+    roots = tuple(sorted(roots, key=len, reverse=True))
+    protected = ('<frozen ', '<pysandboxes/')
+    enc = sys.getfilesystemencoding()
+    pbytes = tuple(sorted({r.encode(enc, 'surrogateescape') for r in roots} | {p.encode() for p in protected},
+                          key=len))
+    ops = cfg.get('opcodes') or {}
+    genuine = (BE._compile_bytecode.__code__,
+               frozenset((BE.SourceLoader.get_code.__code__, BE.SourcelessFileLoader.get_code.__code__)),
+               frozenset((BE.SourceFileLoader, BE.SourcelessFileLoader)))
+    return (ops.get('IMPORT_NAME', -1), ops.get('EXTENDED_ARG', -1), C_IMPORTS, roots, ALWAYS, sys.modules,
+            protected, genuine, pbytes, None, B.ModuleSpec)
+
+
+# ---------------------------------------------------------------- sealed wrappers
+#
+# A function of the layer that calls an original (a function without an audit
+# event, the import functions...) must not hand that original to the program: a
+# closure cell, a default or an attribute can be read. A sealed function holds
+# its state in its code's constants (the template's '@sealed' constant is
+# replaced by a tuple): reading __code__ of the layer's functions is refused,
+# and no argument can replace it. Its code and the function are registered as
+# the layer's own.
+
+_SEALED_GLOBALS = {'__name__': 'pysandboxes', '__builtins__': _builtins}
+
+
+def _t_gate(*a, **k):
+    c = '@sealed'
+    c[1](c[2])
+    return c[0](*a, **k)
+
+
+def _t_import(name, globals=None, locals=None, fromlist=(), level=0):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], name, globals, locals, fromlist, level)
+
+
+def _t_import_module(name, package=None):
+    c = '@sealed'
+    return c[0](c[1], c[2], name, package)
+
+
+def _t_imp1(spec):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], spec)
+
+
+def _t_imp_rest(spec, *rest):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], spec, *rest)
+
+
+def _t_frozen(name, *rest):
+    c = '@sealed'
+    return c[0](c[1], c[2], name, *rest)
+
+
+def _t_fixname(code, path):
+    c = '@sealed'
+    return c[0](c[1], c[2], code, path)
+
+
+def _t_path(*a, **k):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], c[4], a, k)
+
+
+def _t_patch(name, module):
+    c = '@sealed'
+    return c[0](c[1], name, module)
+
+
+def _seal(tmpl, state, reg, like=None):
+    """tmpl's code with '@sealed' bound to state, as a new function of the
+    layer; named as like (an original it wraps) when given."""
+    c = tmpl.__code__
+    code = c.replace(co_consts=tuple(state if type(x) is str and x == '@sealed' else x for x in c.co_consts))
+    reg(0, code)
+    fn = type(tmpl)(code, _SEALED_GLOBALS, tmpl.__name__, tmpl.__defaults__)
+    if like is not None:
+        for attr in ('__name__', '__qualname__', '__doc__', '__module__'):
+            try:
+                setattr(fn, attr, getattr(like, attr))
+            except (AttributeError, TypeError):
+                pass
+    reg(1, fn)
+    return fn
+
+
+def _wrap(orig, qual, gate, reg):
+    return _seal(_t_gate, (orig, gate, qual), reg, orig)
+
+
+def patch_module(mod, table, gate, done, reg):
     for attr, qual in table.items():
         orig = getattr(mod, attr, None)
         if orig is None:
             continue
-        if orig in done:
-            setattr(mod, attr, done[orig])
+        w = done.get(orig)
+        if w is None:
+            w = _wrap(orig, qual, gate, reg)
+            done[orig] = w
+            done[w] = w
+        if w is not orig:
+            setattr(mod, attr, w)
+
+
+def _patch_methods(module, table, gate, done, reg):
+    for (cls, attr), qual in table.items():
+        c = getattr(module, cls, None)
+        orig = c.__dict__.get(attr) if type(c) is type else None
+        if orig is None:
             continue
         w = done.get(orig)
         if w is None:
-            w = _wrap(orig, qual, gate)
+            w = _wrap(orig, qual, gate, reg)
             done[orig] = w
-        done[w] = w
-        setattr(mod, attr, w)
+            done[w] = w
+        if w is not orig:
+            setattr(c, attr, w)
+
+
+def _after(st, name, module):
+    """What is done to a module of that name when it is made or imported (st:
+    the patch tables, the gate, the wrappers made, the registry, the extra
+    patches)."""
+    tables, gate, done, reg, extra = st
+    t = tables.get(name)
+    if t is not None:
+        patch_module(module, t, gate, done, reg)
+    x = extra.get(name)
+    if x is not None:
+        x(module)
 
 
 class _Loader:
     """Runs the real loader, then patches the module."""
 
-    def __init__(self, real, after):
+    def __init__(self, real, patch, name):
         self._real = real
-        self._after = after
+        self._patch = patch
+        self._name = name
 
     def create_module(self, spec):
         return self._real.create_module(spec)
 
     def exec_module(self, module):
         self._real.exec_module(module)
-        self._after(module)
+        self._patch(self._name, module)
 
 
 class _Finder:
     """First on sys.meta_path: patches the few modules whose functions have no
     audit event, or whose behaviour changes, when they are imported."""
 
-    def __init__(self, hooks):
-        self._hooks = hooks
+    def __init__(self, names, patch):
+        self._names = names
+        self._patch = patch
 
     def find_spec(self, name, path=None, target=None):
-        after = self._hooks.get(name)
-        if after is None:
+        if name not in self._names:
             return None
         for f in sys.meta_path:
             if f is self:
@@ -172,7 +316,7 @@ class _Finder:
             return None
         if spec.loader is None or not hasattr(spec.loader, 'exec_module'):
             return spec
-        spec.loader = _Loader(spec.loader, after)
+        spec.loader = _Loader(spec.loader, self._patch, name)
         return spec
 
     def invalidate_caches(self):
@@ -250,76 +394,65 @@ def _dns_patch(S, G, socket_mod, learning):
     socket_mod.gethostbyname_ex = gethostbyname_ex
 
 
-def _listing_patch(S, G, osmods):
-    """os.listdir / os.scandir never reveal names that an ignore= rule hides."""
-    ignored = G['_ignored']
-    realpath = G['_realpath']
-    tostr = G['_tostr']
-    abspath = G['_abspath']
-    fdpath = G['_fdpath']
+class _Scan:
+    """What os.scandir returns: its entries that the listing shows."""
+    __slots__ = ('_g',)
 
-    def base_of(p):
-        if p is None:
-            p = '.'
-        if type(p) is int:
-            return fdpath(p)
-        s = tostr(p)
-        if s is None:
-            return None
-        a = abspath(s)
-        return realpath(a) if a is not None else None
+    def __init__(self, g):
+        self._g = g
 
-    def hidden(base, name):
-        if base is None:
-            return False
-        n = name if type(name) is str else tostr(name)
-        if n is None:
-            return False
-        return ignored(S, (base.rstrip('/') + '/' + n)) is not None
+    def __iter__(self):
+        return self
 
-    def wrap_listdir(orig):
-        def listdir(path=None):
-            names = orig(path) if path is not None else orig()
-            base = base_of(path)
-            return [n for n in names if not hidden(base, n)]
-        listdir.__doc__ = orig.__doc__
-        return listdir
+    def __next__(self):
+        return next(self._g)
 
-    class _Scan:
-        def __init__(self, it, base):
-            self._it = it
-            self._base = base
+    def __enter__(self):
+        return self
 
-        def __iter__(self):
-            return self
+    def __exit__(self, *a):
+        self.close()
 
-        def __next__(self):
-            while True:
-                e = next(self._it)
-                if not hidden(self._base, e.name):
-                    return e
+    def close(self):
+        self._g.close()
 
-        def __enter__(self):
-            return self
 
-        def __exit__(self, *a):
-            self.close()
+def _t_list(path=None):
+    c = '@sealed'
+    return c[0](c[1], c[2], path)
 
-        def close(self):
-            self._it.close()
 
-    def wrap_scandir(orig):
-        def scandir(path=None):
-            it = orig(path) if path is not None else orig()
-            return _Scan(it, base_of(path))
-        scandir.__doc__ = orig.__doc__
-        return scandir
+def _t_scan(path=None):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], path)
 
+
+def _listing_patch(S, G, osmods, reg, extra):
+    """os.listdir / os.scandir never reveal names that an ignore= rule hides,
+    nor symbolic links to what the program may not see; a glob through a
+    directory that is not exposed lists only the names on the way to what is."""
+    mine = G['_is_own_id']
+
+    def patch(module):
+        for name, tmpl, state in (('listdir', _t_list, (G['_listdir_call'], S)),
+                                  ('scandir', _t_scan, (G['_scandir_call'], S))):
+            o = module.__dict__.get(name)
+            if o is None or mine(o):
+                continue
+            like = o
+            if name == 'listdir':
+                # listdir is made of the original scandir (its entries tell
+                # which names are symbolic links).
+                o = module.__dict__.get('scandir')
+                if o is None or mine(o):
+                    continue
+            st = state[:1] + (S, o) + (() if name == 'listdir' else (_Scan,))
+            w = _seal(tmpl, st, reg, like)
+            setattr(module, name, w)
     for m in osmods:
-        for name, wrap in (('listdir', wrap_listdir), ('scandir', wrap_scandir)):
-            orig = getattr(m, name, None)
-            if orig is not None:
-                setattr(m, name, wrap(orig))
+        patch(m)
+    prev = extra.get('posix')
+    extra['posix'] = (lambda module: (prev(module), patch(module))) if prev else patch
 
 
 def _open_patch(S, G, osmods):
@@ -506,30 +639,24 @@ def _environ_patch(S, G, osmod):
 
 def arm(G, cfg, fd, sb, builtins):
     """Install the hook and the patches. Returns S."""
-    S, hook, gate, ours = build(G, cfg, fd, sb)
-    KEEP.append(gate)
+    reg = G.pop('_register')
+    add_hook = sys.addaudithook
+    S, hook, gate, ours, cache = build(G, cfg, fd, sb)
     learning = S[0]
     done = {}
     osmods = [posix, sys.modules['os']]
-    hooks = {}
-    for modname, table in G['PATCHES'].items():
-        def after(module, table=table):
-            patch_module(module, table, gate, done)
+    extra = {'socket': lambda module: _dns_patch(S, G, module, learning)}
+    MPT = G['_MPT']
+    for modname, table in G['METHOD_PATCHES'].items():
+        extra[modname] = lambda module, table=MPT(dict(table)): _patch_methods(module, table, gate, done, reg)
+    # Copies: the guard's namespace is reachable from the program.
+    tables = MPT({k: MPT(dict(v)) for k, v in G['PATCHES'].items()})
+    patch = _seal(_t_patch, (_after, (tables, gate, done, reg, extra)), reg)
+    for modname in set(G['PATCHES']) | set(extra):
         m = sys.modules.get(modname)
         if m is not None:
-            after(m)
-        hooks[modname] = after
-    prev_socket = hooks.get('socket')
-
-    def socket_after(module):
-        if prev_socket:
-            prev_socket(module)
-        _dns_patch(S, G, module, learning)
-    hooks['socket'] = socket_after
-    if 'socket' in sys.modules:
-        _dns_patch(S, G, sys.modules['socket'], learning)
-    if S[3]:
-        _listing_patch(S, G, osmods)
+            patch(modname, m)
+    _listing_patch(S, G, osmods, reg, extra)
     _open_patch(S, G, osmods)
     if not learning:
         _code_patch(S, G, builtins, cfg)
@@ -541,15 +668,99 @@ def arm(G, cfg, fd, sb, builtins):
             orig = getattr(mon, attr, None)
             if orig is not None:
                 try:
-                    setattr(mon, attr, _wrap(orig, 'sys.monitoring.' + attr, gate))
+                    setattr(mon, attr, _wrap(orig, 'sys.monitoring.' + attr, gate, reg))
                 except (AttributeError, TypeError):
                     pass
-    sys.meta_path.insert(0, _Finder(hooks))
-    sys.addaudithook(hook)
+    _path_patch(S, G, osmods, reg, cache, extra)
+    _import_patch(S, G, builtins, reg, patch, extra)
+    sys.meta_path.insert(0, _Finder(frozenset(G['PATCHES']) | frozenset(extra), patch))
+    add_hook(hook)
     return S
+
+
+PATH_FUNCTIONS = ('stat', 'lstat', 'access', 'readlink', 'statvfs', 'pathconf', 'mkfifo', 'mknod', 'chroot')
+
+
+def _path_patch(S, G, osmods, reg, cache, extra):
+    """The functions on paths that raise no audit event: judged by the file
+    rules (a copy of posix made later is patched too)."""
+    impl = G['_path_call']
+    mine = G['_is_own_id']
+
+    def patch(module, done={}):
+        for name in PATH_FUNCTIONS:
+            o = module.__dict__.get(name)
+            if o is None or mine(o):
+                continue
+            w = done.get(id(o))
+            if w is None:
+                w = _seal(_t_path, (impl, S, o, cache, name), reg, o)
+                done[id(o)] = w
+            setattr(module, name, w)
+    for m in osmods:
+        patch(m)
+    prev = extra.get('posix')
+    extra['posix'] = (lambda module: (prev(module), patch(module))) if prev else patch
+
+
+def _import_patch(S, G, builtins, reg, patch, extra):
+    """The import functions the program calls, and importlib's _imp functions
+    that make modules without an audit event, replaced by sealed wrappers."""
+    import _imp
+    orig = builtins.__import__
+    builtins.__import__ = _seal(_t_import, (G['_import_call'], S, orig, False), reg, orig)
+    mine = G['_is_own_id']
+    # The eval guard imports for evaluated code through a trampoline holding the
+    # original __import__: it calls the judged one, and its frame is the layer's
+    # (the import is charged to the evaluated code's statement or call).
+    E = sys.modules.get('pysandboxes_evalguard')
+    t = getattr(E, '_user_import', None) if E is not None else None
+    if type(t) is type(_t_import) and '_imp' in t.__globals__:
+        t.__globals__['_imp'] = builtins.__import__
+        reg(0, t.__code__)
+
+    def importlib_after(module):
+        o = module.__dict__.get('import_module')
+        if o is not None and not mine(o):
+            module.import_module = _seal(_t_import_module, (G['_import_module_call'], S, o), reg, o)
+        o = module.__dict__.get('__import__')
+        if o is not None and not mine(o):
+            module.__import__ = _seal(_t_import, (G['_import_call'], S, o, False), reg, o)
+
+    requested = set()
+
+    def logging_config_after(module):
+        # BaseConfigurator.importer imports the names a configuration gives.
+        c = getattr(module, 'BaseConfigurator', None)
+        o = c.__dict__.get('importer') if c is not None else None
+        if type(o) is staticmethod and id(o.__func__) not in requested:
+            w = _seal(_t_import, (G['_import_call'], S, o.__func__, True), reg, o.__func__)
+            requested.add(id(w))
+            c.importer = staticmethod(w)
+    for name, fn in (('importlib', importlib_after), ('logging.config', logging_config_after)):
+        extra[name] = fn
+        if name in sys.modules:
+            fn(sys.modules[name])
+
+    def imp_after(module):
+        # A fresh copy of _imp holds the original functions: wrapped again.
+        for attr, tmpl, impl in (('create_builtin', _t_imp1, '_builtin_call'),
+                                 ('create_dynamic', _t_imp_rest, '_dynamic_call'),
+                                 ('exec_builtin', _t_imp1, '_exec_ext_call'),
+                                 ('exec_dynamic', _t_imp1, '_exec_ext_call')):
+            o = module.__dict__.get(attr)
+            if o is not None and not mine(o):
+                setattr(module, attr, _seal(tmpl, (G[impl], S, o, patch), reg, o))
+        o = module.__dict__.get('get_frozen_object')
+        if o is not None and not mine(o):
+            module.get_frozen_object = _seal(_t_frozen, (G['_frozen_call'], S, o), reg, o)
+        o = module.__dict__.get('_fix_co_filename')
+        if o is not None and not mine(o):
+            module._fix_co_filename = _seal(_t_fixname, (G['_fixname_call'], S, o), reg, o)
+    extra['_imp'] = imp_after
+    imp_after(_imp)
 
 
 ARM = globals()
 EXTRA_CODES = ()
 EVAL = None  # the eval guard's module (set by boot when the policy declares eval profiles)
-KEEP = []

@@ -19,14 +19,20 @@ def _fatal(fd, msg):
     raise SystemExit(120)
 
 
+def _layer(code, ours):
+    """True for the code of a frame of the layer (ours: the ids of its code
+    objects; and the sealed wrappers made from them, named <pysandboxes/...>)."""
+    return id(code) in ours or code.co_filename.startswith('<pysandboxes/')
+
+
 def _trim(tb, ours):
     """The traceback without the layer's own frames (boot, wrappers, hook)."""
-    while tb is not None and tb.tb_frame.f_code in ours:
+    while tb is not None and _layer(tb.tb_frame.f_code, ours):
         tb = tb.tb_next
     head = tb
     while tb is not None:
         nxt = tb.tb_next
-        while nxt is not None and nxt.tb_frame.f_code in ours:
+        while nxt is not None and _layer(nxt.tb_frame.f_code, ours):
             nxt = nxt.tb_next
         tb.tb_next = nxt
         tb = nxt
@@ -86,7 +92,12 @@ def main(fd, modules, read):
     # captures the raw eval, exec and compile), used by the patched builtins
     # (arm.py) and by pysandboxes.guarded_eval.
     eg = modules.pop('evalguard', None)
-    A['EXTRA_CODES'] = tuple(modules.values())
+    # The loader given with -c (the outermost frame) is the layer's too.
+    f = sys._getframe()
+    while f.f_back is not None:
+        f = f.f_back
+    A['EXTRA_CODES'] = tuple(modules.values()) + (f.f_code,)
+    del f
     if cfg.get('eval_profiles') and eg is not None:
         if type(eg) is bytes:
             eg = marshal.loads(eg)

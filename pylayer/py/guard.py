@@ -9,11 +9,16 @@
 #     this module's globals or tampering with sys.modules changes no decision;
 #   - the state S is a plain tuple of tuples, frozensets and mapping proxies; the
 #     registered hook is a bound method of S (an audit hook cannot be removed);
-#   - the only mutable object that decides (the cache of allowed paths) lives in
-#     the hook's own defaults, and the hook deletes its locals before it raises;
+#   - the mutable objects that decide (the cache of allowed paths, the frame-kind
+#     cache, the registry of what the layer makes after arming) live in
+#     functions' defaults, and the hook deletes its locals before it raises;
 #   - reading or setting __code__/__defaults__/__kwdefaults__ of the layer's
-#     functions, and setting any attribute of its classes, is refused (CPython
-#     audits those accesses).
+#     functions (the sealed wrappers of arm.py included) is refused (CPython
+#     audits those accesses, and the special attributes of classes, not the
+#     others);
+#   - the layer's own code is told by identity (ids of its code objects, kept
+#     alive), a library's by its file name, which no program can give its own
+#     code (see _h_codenew, _h_compile, _h_marshal).
 
 import posix as _posix
 import sys as _sys
@@ -45,11 +50,12 @@ _GETFRAME = _sys._getframe
 #  5 pins {host: ((fam, int, text), ...)}      6 import-all (raw, ref) or None
 #  7 imports {module: (raw, ref)}              8 api {qualname: (allowed, category, raw, ref)}
 #  9 frame doors {(stdlib file, co_qualname): qualname}
-# 10 stdlib roots (with '/')  11 the layer's code objects  12 send(kind, text)
+# 10 stdlib roots (with '/')  11 ids of the layer's code objects (kept alive by 21)  12 send(kind, text)
 # 13 exception classes (file, permission, connection, module, api)
 # 14 the pid of the eval zygote (None otherwise)   15 api events {event: (qualname, ...)}
 # 16 some ALLOW rule takes any address
 # 17 id() of the layer's classes and functions   18 denials sent (set)   19 observations sent (set)
+# 20 the import judge's state (see imports)   21 the layer's code objects
 
 
 # ---------------------------------------------------------------- primitives
@@ -364,37 +370,83 @@ def _deny(S, kind, cls, msg, target, rule, ref, obs, errno=None, quiet=False, _j
 
 # ---------------------------------------------------------------- files
 
-def _file_decide(S, canon, write, shown, record_dir, quiet=False, _ignored=_ignored, _deny=_deny):
+def _file_decide(S, canon, write, shown, record_dir, quiet=False, sock=False, _ignored=_ignored, _deny=_deny):
     """None when the access is allowed, else the exception (None in learning
-    mode, after recording). canon is canonical, shown the absolute spelling."""
+    mode, after recording). canon is canonical, shown the absolute spelling.
+    sock: a Unix socket the program connects or sends to (the refusal is the
+    network's, with the file rule's reason)."""
     ig = _ignored(S, canon)
     if ig is None and shown != canon:
         ig = _ignored(S, shown)
+    obs = {'files': [[shown, write, record_dir]]}
     if ig is not None:
-        return _deny(S, 'file', S[13][0], "Access to '%s' is ignored by rule '%s' from %s" % (shown, ig[2], ig[3]),
-                     shown, ig[2], ig[3], {'files': [[shown, write, record_dir]]}, 2, quiet)
-    for e in S[1]:
-        if canon == e[0] or canon.startswith(e[1]):
-            if write and not e[2]:
-                for m in S[2]:
-                    if m[2] and (canon == m[0] or canon.startswith(m[1])):
-                        return None
-                return _deny(S, 'file', S[13][1], "Cannot write to '%s'. Rule '%s' from %s" % (shown, e[3], e[4]),
-                             shown, e[3], e[4], {'files': [[shown, write, record_dir]]}, 13, quiet)
-            return None
-    for m in S[2]:
-        if canon == m[0] or canon.startswith(m[1]):
-            if write and not m[2]:
-                return _deny(S, 'file', S[13][1],
-                             "Cannot write to '%s'. DENIED by implicit default policy (%s is read-only)." % (shown, m[3]),
-                             shown, '', '', {'files': [[shown, write, record_dir]]}, 13, quiet)
-            return None
-    return _deny(S, 'file', S[13][0], "Access to '%s' must be accepted by a rule." % shown, shown, '', '',
-                 {'files': [[shown, write, record_dir]]}, 2, quiet)
+        msg, rule, ref, cls, errno = "Access to '%s' is ignored by rule '%s' from %s" % (shown, ig[2], ig[3]), ig[2], ig[3], 0, 2
+    else:
+        msg = None
+        for e in S[1]:
+            if canon == e[0] or canon.startswith(e[1]):
+                if write and not e[2]:
+                    for m in S[2]:
+                        if m[2] and (canon == m[0] or canon.startswith(m[1])):
+                            return None
+                    msg, rule, ref, cls, errno = "Cannot write to '%s'. Rule '%s' from %s" % (shown, e[3], e[4]), e[3], e[4], 1, 13
+                    break
+                return None
+        if msg is None:
+            for m in S[2]:
+                if canon == m[0] or canon.startswith(m[1]):
+                    if write and not m[2]:
+                        msg = "Cannot write to '%s'. DENIED by implicit default policy (%s is read-only)." % (shown, m[3])
+                        rule, ref, cls, errno = '', '', 1, 13
+                        break
+                    return None
+        if msg is None:
+            msg, rule, ref, cls, errno = "Access to '%s' must be accepted by a rule." % shown, '', '', 0, 2
+    if sock:
+        return _deny(S, 'network', S[13][2], "Connection to Unix socket '%s' DENIED: %s" % (shown, msg), shown, rule,
+                     ref, obs, 111, quiet)
+    return _deny(S, 'file', S[13][cls], msg, shown, rule, ref, obs, errno, quiet)
 
 
-def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, _tostr=_tostr, _abspath=_abspath,
-                _realpath=_realpath, _decide=_file_decide, _deny=_deny):
+def _nofollow(a, _realpath=_realpath):
+    """Canonical form of an absolute path whose last component is not followed
+    (the link itself, as unlink, rename and lstat see it)."""
+    d, _, name = a.rstrip('/').rpartition('/')
+    if name in ('', '.', '..') or a.endswith('/'):
+        return _realpath(a)
+    d = _realpath(d or '/')
+    return ('' if d == '/' else d) + '/' + name
+
+
+def _realpath_c(a, cache, _realpath=_realpath, _lstat=_posix.lstat, _islnk=_stat.S_ISLNK, _OSError=OSError):
+    """_realpath(a), with the canonical form of a's directory remembered in
+    cache (under ('dir', directory); the cache is cleared when the program
+    writes): one lstat for a new name in a known directory."""
+    if cache is None:
+        return _realpath(a)
+    d, _, name = a.rpartition('/')
+    if name == '' or name == '.' or name == '..':
+        return _realpath(a)
+    if d == '':
+        d = '/'
+    key = ('dir', d)
+    cd = cache.get(key)
+    if cd is None:
+        cd = _realpath(d)
+        cache[key] = cd
+    full = ('' if cd == '/' else cd) + '/' + name
+    try:
+        st = _lstat(full)
+    except _OSError:
+        return full
+    if _islnk(st.st_mode):
+        return _realpath(full)
+    return full
+
+
+def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, follow=True, sock=False, cache=None,
+                _tostr=_tostr, _abspath=_abspath, _realpath=_realpath_c, _nofollow=_nofollow, _decide=_file_decide,
+                _deny=_deny):
     s = _tostr(p)
     if s is None or s == '':
         return None  # a descriptor, or the OS call fails by itself
@@ -402,7 +454,7 @@ def _check_path(S, p, write, dir_fd=None, record_dir=False, quiet=False, _tostr=
     if a is None:
         return _deny(S, 'file', S[13][0],
                      "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s, s, '', '', None, 2)
-    return _decide(S, _realpath(a), write, a, record_dir, quiet)
+    return _decide(S, _realpath(a, cache) if follow else _nofollow(a), write, a, record_dir, quiet, sock)
 
 
 def _dir_of(a):
@@ -552,27 +604,221 @@ def _net_check(S, proto, direction, host, port, _parse=_parse_ip, _decide=_net_d
 
 # ---------------------------------------------------------------- frames and API
 
-def _frame_kind(S, code, _len=len):
+# What the layer makes after it is armed (the sealed wrappers of the modules
+# imported later): the ids of their code objects (the layer's own frames) and of
+# the functions (protected as the layer's own), and the objects themselves, kept
+# alive (an id is never reused while its object lives). Reachable only through
+# the defaults of the functions below (reading them is refused). Code objects
+# are told by id: a sealed function's code holds unhashable constants.
+_REG = (set(), set(), [])
+
+
+def _register(kind, obj, _reg=_REG, _id=id):
+    """Record one object of the layer made after arming (kind 0: a code object,
+    1: a function). Removed from the guard's namespace when it is armed: only
+    the layer holds it."""
+    _reg[2].append(obj)
+    if kind == 0:
+        _reg[0].add(_id(obj))
+    else:
+        _reg[1].add(_id(obj))
+
+
+def _frame_kind(S, code, _len=len, _cache={}, _reg=_REG, _id=id):
     """'ours', 'ambient' (stdlib, site-packages, <frozen ...>) or 'user', by the
-    code's file name (never by __name__, which the globals may spoof)."""
-    if code in S[11]:
+    code's file name (never by __name__, which the globals may spoof; and no
+    program can make a code object named as a library file, see _h_codenew)."""
+    i = _id(code)
+    if i in S[11] or i in _reg[0]:
         return 'ours'
     fn = code.co_filename
+    k = _cache.get(fn)
+    if k is not None:
+        return k
+    k = 'user'
     if fn.startswith('<'):
         if fn.startswith('<frozen '):
-            return 'ambient'
-        return 'user'
-    for d in S[10]:
-        if fn.startswith(d):
-            if '/site-packages/' in fn[_len(d):]:
-                return 'ambient'
-            return 'ambient'
-    if '/site-packages/' in fn or '/dist-packages/' in fn:
-        return 'ambient'
-    return 'user'
+            k = 'ambient'
+    else:
+        for d in S[20][3]:
+            if fn.startswith(d):
+                k = 'ambient'
+                break
+    if _len(_cache) < 8192:
+        _cache[fn] = k
+    return k
+
+
+def _is_own_id(obj, _reg=_REG, _id=id):
+    return _id(obj) in _reg[1]
+
+
+del _REG
+
+
+# ---------------------------------------------------------------- imports
+#
+# An import is judged by who imports. Application code (and code given as a
+# string) needs a python-import= rule for every module it imports, cached or not;
+# what a library imports for its own use (an import statement in its code, or
+# anything during its module's initialisation) is allowed with it. The walk below
+# finds the frame an import is charged to: from the place the import is seen,
+# outward, through the import system and library functions, to the first
+# application frame, unless a library import statement or a library module body
+# comes first. S[20] holds (IMPORT_NAME, EXTENDED_ARG, the modules the
+# interpreter's C code imports for itself, the library roots for module names,
+# the modules always allowed, sys.modules, the protected file name prefixes, the
+# genuine code of importlib's _compile_bytecode).
+
+def _stmt_top(code, i, ext, _len=len):
+    """The first component of the module named by the IMPORT_NAME at offset i."""
+    b = code.co_code
+    arg = b[i + 1]
+    j = i - 2
+    shift = 8
+    while j >= 0 and b[j] == ext:
+        arg |= b[j + 1] << shift
+        shift += 8
+        j -= 2
+    names = code.co_names
+    if arg >= _len(names):
+        return ''
+    return names[arg].partition('.')[0]
+
+
+def _own_top(f, _type=type, _str=str, _get=dict.get, _dict=dict):
+    """The top-level package of the module a frame runs in (its __package__ or
+    __name__), '' when unknown."""
+    g = f.f_globals
+    if _type(g) is not _dict:
+        return ''
+    p = _get(g, '__package__')
+    if _type(p) is not _str or not p:
+        p = _get(g, '__name__')
+        if _type(p) is not _str:
+            return ''
+    return p.partition('.')[0]
+
+
+def _importer(S, f, top, full, request, _kind=_frame_kind, _stmt=_stmt_top, _own=_own_top):
+    """The application frame an import of module full (top-level top) is charged
+    to, or None. request: the import comes from a function that imports what its
+    caller names (importlib.import_module, a pickle naming a class...). top '':
+    no module, the frame of the application's call that leads there.
+
+    The layer's own frames are passed through (a program may call the layer's
+    functions: what they import for it is charged to it). A library's import
+    statement, or its module body, ends the walk: the library imports for
+    itself. At an application frame: its import statement is charged when it
+    names that module (else the import system loads something for itself while
+    the statement runs); a call is charged when the program names the module
+    (__import__, import_module, a pickle, a library that imports what its caller
+    names), or when C code it called loads a module that is neither already
+    loaded nor one the interpreter's C code imports for itself."""
+    imp = S[20]
+    op = imp[0]
+    while f is not None:
+        code = f.f_code
+        k = _kind(S, code)
+        if k == 'ours':
+            f = f.f_back
+            continue
+        if k == 'user':
+            i = f.f_lasti
+            if i >= 0 and code.co_code[i] == op:
+                if _stmt(code, i, imp[1]) == top or _own(f) == top:
+                    return f
+                return None
+            names = code.co_names
+            if '__import__' in names or 'import_module' in names:
+                return f
+            if top in imp[2]:
+                return None
+            if request or full not in imp[5]:
+                return f
+            return None
+        i = f.f_lasti
+        if (i >= 0 and code.co_code[i] == op) or code.co_name == '<module>':
+            return None
+        names = code.co_names
+        if '__import__' in names or 'import_module' in names:
+            request = True  # the library imports what its caller names
+        f = f.f_back
+    return None
+
+
+def _where(S, f, _getcwd=_posix.getcwd, _len=len, _str=str, _OSError=OSError):
+    """file(line) of a frame, the file relative to the working directory when
+    under it."""
+    fn = f.f_code.co_filename
+    try:
+        cwd = _getcwd()
+    except _OSError:
+        cwd = ''
+    if cwd and cwd != '/' and fn.startswith(cwd + '/'):
+        fn = fn[_len(cwd) + 1:]
+    return '%s(%s)' % (fn, _str(f.f_lineno))
+
+
+def _import_check(S, full, f, request=False, _importer=_importer, _where=_where, _deny=_deny, _type=type,
+                  _str=str):
+    """None when the import of module full (absolute, dotted) seen at frame f is
+    allowed, else the exception (None in learning mode, after recording)."""
+    if _type(full) is not _str:
+        return None
+    top = full.partition('.')[0]
+    if top == '' or S[6] is not None or top in S[7] or top in S[20][4]:
+        return None
+    g = _importer(S, f, top, full, request)
+    if g is None:
+        return None
+    msg = ("Module named '%s' is not allowed by a rule (imported by %s).\n"
+           "Add `python-import=%s`.") % (top, _where(S, g), top)
+    del g
+    e = _deny(S, 'import', S[13][3], msg, top, '', '', {'imports': [top]})
+    if e is not None:
+        e.name = full
+    return e
+
+
+def _mod_of(S, fn, _len=len):
+    """The dotted name of the module a library file holds (its source, compiled
+    or extension file, or <frozen name>), or None when fn is not a library file."""
+    if fn.startswith('<frozen ') and fn.endswith('>'):
+        return fn[8:-1]
+    rel = None
+    for root in S[20][3]:
+        if fn.startswith(root):
+            rel = fn[_len(root):]
+            break
+    if rel is None:
+        return None
+    parts = rel.split('/')
+    last = parts.pop()
+    if parts and parts[-1] == '__pycache__':
+        parts.pop()
+    last = last.partition('.')[0]
+    if last != '__init__' and last != '':
+        parts.append(last)
+    if not parts:
+        return None
+    return '.'.join(parts)
+
+
+def _library_file(S, fn, _mod=_mod_of):
+    """True for a file name no program may give its own code: a library file,
+    <frozen ...>, or the layer's own <pysandboxes/...>."""
+    for p in S[20][6]:
+        if fn.startswith(p):
+            return True
+    return _mod(S, fn) is not None
 
 
 def _stdlib_rel(S, fn, _len=len):
+    """The file of a stdlib module relative to the stdlib directory ('os.py');
+    a frozen module (<frozen os>) as its file would be."""
+    if fn.startswith('<frozen ') and fn.endswith('>'):
+        return fn[8:-1].replace('.', '/') + '.py'
     for d in S[10]:
         if fn.startswith(d):
             return fn[_len(d):]
@@ -658,14 +904,12 @@ def _h_open(S, event, args, cache, _type=type, _str=str, _int=int, _len=len, _ch
     else:
         write = False
     if _type(p) is _str and p.startswith('/'):
-        key = (p, write)
-        if key in cache:
-            return None
-        err = _check(S, p, write)
+        err = _check(S, p, write, None, False, False, True, False, cache)
         if err is None and not S[0]:
+            # The hook answers the same (path, mode, flags) from the cache.
             if _len(cache) > 4096:
                 cache.clear()
-            cache[key] = None
+            cache[args] = None
         return err
     if mode is None and _type(p) is not _int:
         s = _tostr(p)
@@ -679,11 +923,34 @@ def _h_open(S, event, args, cache, _type=type, _str=str, _int=int, _len=len, _ch
                 return _deny(S, 'file', S[13][0],
                              "Access to '%s' must be accepted by a rule (a relative os.open with an unknown dir_fd cannot be checked)." % s,
                              s, '', '', None, 2)
-    return _check(S, p, write)
+    # A pseudo file name (<string>, <unknown>: what traceback and linecache look
+    # for) is refused without a report.
+    s = None if _type(p) is _int else _tostr(p)
+    quiet = s is not None and not write and s[:1] == '<' and s[-1:] == '>'
+    return _check(S, p, write, None, False, quiet)
+
+
+def _ancestor(S, canon, _len=len):
+    """True when canon is a directory above an exposed or implicit path (a
+    listing of it shows only the names on the way there)."""
+    pre = '/' if canon == '/' else canon + '/'
+    for e in S[1]:
+        if e[0].startswith(pre):
+            return True
+    for m in S[2]:
+        if m[0].startswith(pre):
+            return True
+    return False
+
+
+# The stdlib modules that glob: a pattern through a directory that is not exposed
+# ('ro/../*/x') lists what is visible there and hides the rest.
+_GLOBBERS = frozenset(('glob.py', 'pathlib.py', 'pathlib/_local.py', 'pathlib/_abc.py'))
 
 
 def _h_list(S, event, args, cache, _type=type, _int=int, _fdpath=_fdpath, _decide=_file_decide,
-            _realpath=_realpath, _check=_check_path, _getframe=_GETFRAME):
+            _realpath=_realpath, _check=_check_path, _getframe=_GETFRAME, _kind=_frame_kind, _rel=_stdlib_rel,
+            _tostr=_tostr, _abspath=_abspath, _ancestor=_ancestor, _globbers=_GLOBBERS):
     p = args[0]
     if p is None:
         p = '.'
@@ -692,12 +959,96 @@ def _h_list(S, event, args, cache, _type=type, _int=int, _fdpath=_fdpath, _decid
         if a is None:
             return None
         return _decide(S, _realpath(a), False, a, True)
+    f = _getframe(2)
+    while f is not None and _kind(S, f.f_code) == 'ours':
+        f = f.f_back
+    fn = '' if f is None else f.f_code.co_filename
+    del f
     # The import system lists every sys.path entry: refused there too, but not
     # reported nor learned (a module it then opens is).
-    f = _getframe(2)
-    quiet = f is not None and f.f_code.co_filename == '<frozen importlib._bootstrap_external>'
-    del f
+    quiet = fn == '<frozen importlib._bootstrap_external>'
+    if not quiet and _rel(S, fn) in _globbers:
+        s = _tostr(p)
+        a = _abspath(s) if s is not None else None
+        if a is not None:
+            c = _realpath(a)
+            if _decide(S, c, False, a, True, True) is not None and _ancestor(S, c):
+                return None  # listed as a skeleton (see _list_keep)
     return _check(S, p, False, None, True, quiet)
+
+
+def _list_base(S, p, _type=type, _int=int, _fdpath=_fdpath, _tostr=_tostr, _abspath=_abspath,
+               _realpath=_realpath, _decide=_file_decide):
+    """(canonical directory, skeleton) of a listing of p ((None, False) when it
+    cannot be told); skeleton: the directory is not visible, only the names on
+    the way to what is."""
+    if p is None:
+        p = '.'
+    if _type(p) is _int:
+        b = _fdpath(p)
+    else:
+        s = _tostr(p)
+        a = _abspath(s) if s is not None else None
+        b = _realpath(a) if a is not None else None
+    if b is None:
+        return None, False
+    return b, _decide(S, b, False, b, False, True) is not None
+
+
+def _list_keep(S, base, skel, name, link, _type=type, _str=str, _tostr=_tostr, _ignored=_ignored,
+               _realpath=_realpath, _decide=_file_decide):
+    """True when an entry of a listing of base is shown: not ignored, on the way
+    to a visible path in a skeleton listing, and not a symbolic link to what the
+    program may not see (its metadata, through the entry, would be)."""
+    n = name if _type(name) is _str else _tostr(name)
+    if n is None or base is None:
+        return True
+    full = ('' if base == '/' else base) + '/' + n
+    if _ignored(S, full) is not None:
+        return False
+    if skel:
+        pre = full + '/'
+        seen = False
+        for e in S[1]:
+            if e[0] == full or e[0].startswith(pre):
+                seen = True
+                break
+        if not seen:
+            for m in S[2]:
+                if m[0] == full or m[0].startswith(pre):
+                    seen = True
+                    break
+        if not seen:
+            return False
+    if link:
+        c = _realpath(full)
+        if _ignored(S, c) is not None or _decide(S, c, False, full, False, True) is not None:
+            return False
+    return True
+
+
+def _scan_gen(S, it, base, skel, _keep=_list_keep):
+    """The entries of an os.scandir iterator that a listing shows."""
+    try:
+        for e in it:
+            if _keep(S, base, skel, e.name, e.is_symlink()):
+                yield e
+    finally:
+        it.close()
+
+
+def _listdir_call(S, orig, path=None, _base=_list_base, _gen=_scan_gen):
+    """os.listdir(path): the names os.scandir shows."""
+    it = orig(path) if path is not None else orig()
+    b, skel = _base(S, path)
+    return [e.name for e in _gen(S, it, b, skel)]
+
+
+def _scandir_call(S, orig, wrap, path=None, _base=_list_base, _gen=_scan_gen):
+    """os.scandir(path): an iterator over the entries a listing shows."""
+    it = orig(path) if path is not None else orig()
+    b, skel = _base(S, path)
+    return wrap(_gen(S, it, b, skel))
 
 
 def _h_xattr_read(S, event, args, cache, _check=_check_path):
@@ -708,10 +1059,12 @@ def _h_write1(S, event, args, cache, _check=_check_path):
     # os.remove, os.rmdir (path, dir_fd); os.chmod (path, mode, dir_fd); os.chown
     # (path, uid, gid, dir_fd); os.utime (path, times, ns, dir_fd); os.setxattr,
     # os.removexattr, os.truncate (path, ...)
+    # A name that is removed is judged where it is (a symbolic link by itself,
+    # not by its target).
     cache.clear()
     dir_fd = None
     if event == 'os.remove' or event == 'os.rmdir':
-        dir_fd = args[1]
+        return _check(S, args[0], True, args[1], False, False, False)
     elif event == 'os.chmod':
         dir_fd = args[2]
     elif event == 'os.chown' or event == 'os.utime':
@@ -726,12 +1079,15 @@ def _h_mkdir(S, event, args, cache, _check=_check_path):
 
 
 def _h_two(S, event, args, cache, _check=_check_path):
-    # os.rename, os.link (src, dst, src_dir_fd, dst_dir_fd): both sides write (a
-    # hard link would let the file be written through the new name).
+    # os.rename, os.replace, os.link (src, dst, src_dir_fd, dst_dir_fd): both
+    # sides write. A rename moves names (a symbolic link is judged by itself); a
+    # hard link is made to the target, which could then be written through the
+    # new name.
     cache.clear()
-    err = _check(S, args[0], True, args[2])
+    follow = event == 'os.link'
+    err = _check(S, args[0], True, args[2], False, False, follow)
     if err is None:
-        err = _check(S, args[1], True, args[3])
+        err = _check(S, args[1], True, args[3], False, False, follow)
     return err
 
 
@@ -764,26 +1120,34 @@ def _h_chdir(S, event, args, cache, _type=type, _int=int, _fdpath=_fdpath, _deci
     return _check(S, p, False, None, True)
 
 
-def _h_import(S, event, args, cache, _type=type, _str=str, _getframe=_GETFRAME, _kind=_frame_kind,
-              _deny=_deny):
+def _h_import(S, event, args, cache, _type=type, _str=str, _getframe=_GETFRAME, _mod=_mod_of,
+              _check=_import_check):
+    # The import system loads a module: the C import path on a cache miss
+    # (args[1] None), or an extension module (args[1] its file: the module is the
+    # one the file holds, whatever name it is loaded under).
     name = args[0]
     if _type(name) is not _str:
         return None
-    top = name.split('.')[0]
-    if top == 'pysandboxes' or top == '':
-        return None
-    if S[6] is not None or top in S[7]:
-        return None
+    path = args[1]
+    if _type(path) is _str:
+        m = _mod(S, path)
+        if m is not None:
+            name = m
     f = _getframe(2)
-    k = 'user' if f is None else _kind(S, f.f_code)
+    e = _check(S, name, f)
     del f
-    if k == 'ours':
-        return None
-    e = _deny(S, 'import', S[13][3], "Module named '%s' is not allowed by a rule" % top, top, '', '',
-              {'imports': [top]})
-    if e is not None:
-        e.name = name
     return e
+
+
+def _h_findclass(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _check=_import_check):
+    # A pickle names a class: the unpickler is a registered door (deserialization),
+    # and the module it imports is imported on the program's request.
+    f = _getframe(2)
+    err = _chain(S, f, ('pickle.loads',))
+    if err is None:
+        err = _check(S, args[0], f, True)
+    del f
+    return err
 
 
 def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpid=_posix.getpid):
@@ -811,7 +1175,7 @@ def _h_frame_api(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, 
     # inspect's currentframe, stack and trace, which hand frames to their caller.
     if event == 'sys._getframe':
         fr = args[0]
-        if fr is not None and fr.f_code in S[11]:
+        if fr is not None and _kind(S, fr.f_code) == 'ours':
             return None
     f = _getframe(2)
     if f is None:
@@ -826,12 +1190,31 @@ def _h_frame_api(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, 
     return err
 
 
+def _library_code(S, code, f, _type=type, _mod=_mod_of, _check=_import_check, _importer=_importer,
+                  _kind=_frame_kind, _deny=_deny, _CODE=type(_library_file.__code__)):
+    """Code of a library module run outside that module (a function made of it,
+    a function's code replaced by it, exec of it, the import system running a
+    module body): allowed when the program may import that module. The layer's
+    own code runs only where the layer puts it."""
+    if _type(code) is not _CODE or f is None:
+        return None
+    fn = code.co_filename
+    m = _mod(S, fn)
+    if m is not None:
+        return _check(S, m, f, True)
+    if fn.startswith('<pysandboxes/') and _kind(S, f.f_code) != 'ours' and \
+            _importer(S, f, '', '', True) is not None:
+        return _deny(S, 'api', S[13][4],
+                     "Running the sandbox's own code outside it is DENIED by implicit default policy.", fn, '', '', None)
+    return None
+
+
 def _h_getattr(S, event, args, cache, _capture=frozenset(('tb_frame', 'gi_frame', 'cr_frame', 'ag_frame')),
                _own=frozenset(('__code__', '__defaults__', '__kwdefaults__')), _getframe=_GETFRAME,
-               _kind=_frame_kind, _rel=_stdlib_rel, _chain=_api_chain, _deny=_deny, _id=id):
+               _kind=_frame_kind, _rel=_stdlib_rel, _chain=_api_chain, _deny=_deny, _id=id, _mine=_is_own_id):
     name = args[1]
     if name in _own:
-        if _id(args[0]) not in S[17]:
+        if _id(args[0]) not in S[17] and not _mine(args[0]):
             return None
         f = _getframe(2)
         k = 'user' if f is None else _kind(S, f.f_code)
@@ -855,19 +1238,131 @@ def _h_getattr(S, event, args, cache, _capture=frozenset(('tb_frame', 'gi_frame'
     return err
 
 
-def _h_setattr(S, event, args, cache, _deny=_deny, _id=id):
-    if _id(args[0]) in S[17]:
+def _h_setattr(S, event, args, cache, _deny=_deny, _id=id, _mine=_is_own_id, _getframe=_GETFRAME,
+               _runs=_library_code, _len=len):
+    obj = args[0]
+    if _id(obj) in S[17] or _mine(obj):
         return _deny(S, 'api', S[13][1],
                      "Modifying the sandbox's own objects is DENIED by implicit default policy.", args[1], '', '', None, 1)
+    if args[1] == '__code__' and _len(args) > 2:
+        f = _getframe(2)
+        e = _runs(S, args[2], f)
+        del f
+        return e
     return None
 
 
-def _h_code(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, _refuse=_api_refuse):
-    # exec / compile reached without the patched builtins (restored originals):
-    # refused for user code unless python-api allows them.
+def _h_funcnew(S, event, args, cache, _getframe=_GETFRAME, _runs=_library_code):
+    # types.FunctionType(code, globals): a library's code would run in the
+    # program's globals, with a library's rights.
+    f = _getframe(2)
+    e = _runs(S, args[0], f)
+    del f
+    return e
+
+
+def _h_codenew(S, event, args, cache, _getframe=_GETFRAME, _tostr=_tostr, _library=_library_file,
+               _importer=_importer, _kind=_frame_kind, _deny=_deny, _len=len):
+    # types.CodeType(...) and code.replace(...): no program may make a code object
+    # named as a library file (the layer tells library code from the
+    # application's by its file name).
+    fn = _tostr(args[1]) if _len(args) > 1 else None
+    if fn is None or not _library(S, fn):
+        return None
+    f = _getframe(2)
+    if f is None or (fn.startswith('<pysandboxes/') and _kind(S, f.f_code) == 'ours'):
+        g = None
+    else:
+        g = _importer(S, f, '', '', True)
+    del f
+    if g is None:
+        return None
+    del g
+    return _deny(S, 'api', S[13][4],
+                 "A code object named as the library file '%s' cannot be made by the program: DENIED by implicit "
+                 "default policy." % fn, fn, '', '', None)
+
+
+def _same_file(src, fn, _open=_posix.open, _read=_posix.read, _close=_posix.close, _fstat=_posix.fstat,
+               _bytes=bytes, _type=type, _OSError=OSError, _bytearray=bytearray, _memoryview=memoryview,
+               _len=len):
+    """True when the bytes src are the whole content of the file fn."""
+    if _type(src) is _memoryview or _type(src) is _bytearray:
+        src = _bytes(src)
+    if _type(src) is not _bytes:
+        return False
+    try:
+        fd = _open(fn, 0o2000000)  # O_RDONLY | O_CLOEXEC
+    except _OSError:
+        return False
+    try:
+        n = _fstat(fd).st_size
+        if n != _len(src):
+            return False
+        parts = []
+        while n > 0:
+            b = _read(fd, n if n < 1 << 20 else 1 << 20)
+            if not b:
+                return False
+            parts.append(b)
+            n -= _len(b)
+        return _bytes().join(parts) == src
+    except _OSError:
+        return False
+    finally:
+        _close(fd)
+
+
+def _genuine_load(S, f, _type=type, _str=str, _mod=_mod_of):
+    """True when f is importlib's own _compile_bytecode called by a standard
+    loader's get_code for a compiled file of a library directory (what the
+    interpreter reads from its library, not what the program made)."""
+    if f is None or f.f_code is not S[20][7][0]:
+        return False
+    b = f.f_back
+    if b is None or b.f_code not in S[20][7][1]:
+        return False
+    loader = b.f_locals.get('self')
+    if _type(loader) not in S[20][7][2]:
+        return False
+    bp = f.f_locals.get('bytecode_path')
+    return _type(bp) is _str and _mod(S, bp) is not None
+
+
+def _h_marshal(S, event, args, cache, _getframe=_GETFRAME, _genuine=_genuine_load, _kind=_frame_kind,
+               _deny=_deny, _type=type, _bytes=bytes):
+    # marshal.loads: code objects named as library files come only from the
+    # library's own compiled files, read by the import system.
+    data = args[0]
+    f = _getframe(2)
+    if f is None or _kind(S, f.f_code) == 'ours' or _genuine(S, f):
+        del f
+        return None
+    del f
+    if _type(data) is not _bytes:
+        return None
+    for p in S[20][8]:
+        if data.find(p) >= 0:
+            return _deny(S, 'api', S[13][4],
+                         "Loading code named as a library file is DENIED by implicit default policy (only the "
+                         "library's own compiled files may hold it).", '', '', '', None)
+    return None
+
+
+def _h_code(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, _refuse=_api_refuse,
+            _runs=_library_code, _type=type, _CODE=type(_library_file.__code__)):
+    # exec of a code object: a library's code (a module being loaded by the import
+    # system, or run by the program) is imported, as far as the policy goes.
     f = _getframe(2)
     if f is None:
         return None
+    if event == 'exec' and _type(args[0]) is _CODE:
+        e = _runs(S, args[0], f)
+        if e is not None:
+            del f
+            return e
+    # exec / compile reached without the patched builtins (restored originals):
+    # refused for user code unless python-api allows them.
     k = _kind(S, f.f_code)
     del f
     if k != 'user':
@@ -877,6 +1372,22 @@ def _h_code(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, _refu
     if v is None or v[0]:
         return None
     return _refuse(S, q, v)
+
+
+def _h_compile(S, event, args, cache, _getframe=_GETFRAME, _tostr=_tostr, _library=_library_file,
+               _same=_same_file, _kind=_frame_kind, _deny=_deny, _code=_h_code, _len=len):
+    # compile(source, filename): a source named as a library file must be that
+    # file (the import system compiling a library module without its cache).
+    fn = _tostr(args[1]) if _len(args) > 1 else None
+    if fn is not None and _library(S, fn):
+        f = _getframe(2)
+        k = 'user' if f is None else _kind(S, f.f_code)
+        del f
+        if k != 'ours' and not _same(args[0], fn):
+            return _deny(S, 'api', S[13][4],
+                         "Compiling a source as the library file '%s' is DENIED by implicit default policy "
+                         "(it is not that file)." % fn, fn, '', '', None)
+    return _code(S, event, args, cache)
 
 
 def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
@@ -899,7 +1410,7 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
             return _deny(S, 'network', S[13][2],
                          "Guard network connection to abstract Unix socket '%s' DENIED by implicit default policy." % s[1:],
                          s, '', '', None, 111)
-        return _check(S, s, True)
+        return _check(S, s, True, None, False, False, True, True)
     if fam != 2 and fam != 10:
         return None
     if _type(addr) is not _tuple or _len(addr) < 2:
@@ -938,8 +1449,264 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
     return _refuse(S, 1, 2, h, None, port, None)
 
 
-def _hook(S, event, args, _get=None, _cache=None):
-    """The audit hook (bound to S): one lookup for the events it ignores."""
+# ---------------------------------------------------------------- path functions
+# Functions on paths without an audit event (os.stat and its kin, os.access,
+# os.readlink, os.mkfifo, os.mknod, os.chroot), replaced by sealed wrappers
+# (arm.py) that call this with the original: a path that is not exposed, or is
+# ignored, looks absent through every door.
+
+_PATH_WRITE = frozenset(('mkfifo', 'mknod', 'chroot'))
+_PATH_ARG = {'access': 1, 'mkfifo': 1, 'mknod': 1, 'pathconf': 1}
+
+
+def _isdir_path(canon, _stat=_posix.stat, _isdir=_stat.S_ISDIR, _OSError=OSError):
+    """True when canon is a directory."""
+    try:
+        return _isdir(_stat(canon).st_mode)
+    except _OSError:
+        return False
+
+
+def _path_quiet(S, ab, _getframe=_GETFRAME, _kind=_frame_kind, _lstat=_posix.lstat, _OSError=OSError):
+    """True when a refused path is not worth reporting (nor learning): the
+    import system probing its path, or a path that does not exist anyway."""
+    f = _getframe(3)
+    while f is not None and _kind(S, f.f_code) == 'ours':
+        f = f.f_back
+    fn = '' if f is None else f.f_code.co_filename
+    del f
+    if fn == '<frozen importlib._bootstrap_external>':
+        return True
+    try:
+        _lstat(ab)
+    except _OSError:
+        return True
+    return False
+
+
+def _path_call(S, orig, cache, kind, a, k, _type=type, _int=int, _tostr=_tostr, _abspath=_abspath,
+               _realpath=_realpath, _nofollow=_nofollow, _decide=_file_decide, _deny=_deny, _len=len,
+               _write=_PATH_WRITE, _bool=bool, _quiet=_path_quiet, _ancestor=_ancestor, _ignored=_ignored,
+               _meta=frozenset(('stat', 'lstat', 'access')), _lstat=_posix.lstat, _islnk=_stat.S_ISLNK,
+               _OSError=OSError, _realpath_c=_realpath_c, _str=str, _isdir_p=_isdir_path):
+    """os.<kind>(*a, **k), judged first. kind: stat, lstat, access, readlink,
+    statvfs, pathconf, mkfifo, mknod, chroot. A directory above an exposed path
+    exists (its name is on the way there: stat, lstat and access see it), its
+    content stays hidden."""
+    if not k and _len(a) == 1 and _type(a[0]) is _str and (a[0], False, kind != 'lstat', kind) in cache:
+        return orig(*a)  # an absolute path already allowed (the key _abspath would give)
+    if a:
+        p = a[0]
+    else:
+        p = k.get('path')
+    err = None
+    s = None if p is None or _type(p) is _int else _tostr(p)
+    if s:
+        dir_fd = k.get('dir_fd')
+        follow = k.get('follow_symlinks', True) and kind != 'lstat' and kind != 'readlink'
+        write = kind in _write
+        if kind == 'access':
+            mode = a[1] if _len(a) > 1 else k.get('mode', 0)
+            write = _type(mode) is _int and _bool(mode & 2)
+        ab = _abspath(s, dir_fd)
+        if ab is None:
+            err = _deny(S, 'file', S[13][0],
+                        "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s, s, '', '',
+                        None, 2)
+        else:
+            key = (ab, write, follow, kind)
+            if key not in cache:
+                canon = _realpath_c(ab, cache) if follow else _nofollow(ab)
+                d = kind == 'chroot'
+                err = _decide(S, canon, write, ab, d, True)
+                if err is not None and not write and kind in _meta and _ancestor(S, canon) and \
+                        _ignored(S, canon) is None:
+                    err = None
+                elif S[0] and not write and kind in _meta and _isdir_p(canon):
+                    # Learning: the metadata of a directory (a path walked
+                    # through, realpath...) grants nothing; what is read in it is
+                    # learned.
+                    err = None
+                elif (err is not None or S[0]) and (write or not _quiet(S, ab)):
+                    err = _decide(S, canon, write, ab, d)
+                if err is None and (kind == 'readlink' or not follow):
+                    # A link to what is hidden is hidden too (a listing does not
+                    # show it): what it names, and the link itself.
+                    try:
+                        link = _islnk(_lstat(ab).st_mode)
+                    except _OSError:
+                        link = False
+                    if link:
+                        err = _decide(S, _realpath(ab), False, ab, False)
+                if err is None and not S[0] and kind not in _write:
+                    if _len(cache) > 4096:
+                        cache.clear()
+                    cache[key] = None
+    if err is not None:
+        if kind == 'access':
+            return False
+        del S, orig, cache, a, k
+        raise err
+    if kind in _write:
+        cache.clear()
+    return orig(*a, **k)
+
+
+# ---------------------------------------------------------------- import functions
+# The program's import functions (builtins.__import__, importlib.import_module,
+# importlib.__import__) and importlib's own _imp functions are replaced by sealed
+# wrappers (arm.py) that call these with the original: a module already loaded
+# raises no audit event, and a builtin module is made without one.
+
+def _resolve_name(name, g, level, _tostr=_tostr, _type=type, _int=int, _isinstance=isinstance, _dict=dict,
+                  _get=dict.get, _str=str, _join=''.join, _len=len):
+    """The absolute name __import__(name, g, level=level) imports, or None when
+    it cannot be told (the import system then decides alone)."""
+    n = _tostr(name)
+    if n is None:
+        return None
+    if _type(level) is not _int:
+        if not _isinstance(level, _int):
+            return None
+        level = _int.__index__(level)
+    if level <= 0:
+        return n
+    if not _isinstance(g, _dict):
+        return None
+    pkg = _get(g, '__package__')
+    if not _isinstance(pkg, _str) or not pkg:
+        return None
+    bits = _join((pkg,)).rsplit('.', level - 1)
+    if _len(bits) < level:
+        return None
+    return bits[0] + '.' + n if n else bits[0]
+
+
+def _import_call(S, orig, request, name, g=None, l=None, fromlist=(), level=0, _getframe=_GETFRAME,
+                 _resolve=_resolve_name, _check=_import_check, _type=type, _int=int, _str=str):
+    """builtins.__import__ (and importlib.__import__): the import statement and
+    __import__ calls, judged whether the module is loaded or not. request: a
+    library's function that imports what its caller names (logging.config)."""
+    if level == 0 and _type(level) is _int and _type(name) is _str:
+        full = name
+    else:
+        full = _resolve(name, g, level)
+    if full is not None:
+        top = full.partition('.')[0]
+        if S[6] is None and top not in S[7] and top not in S[20][4]:
+            f = _getframe(2)
+            e = _check(S, full, f, request)
+            del f
+            if e is not None:
+                del S, orig, g, l
+                raise e
+    return orig(name, g, l, fromlist, level)
+
+
+def _import_module_call(S, orig, name, package=None, _getframe=_GETFRAME, _tostr=_tostr,
+                        _resolve=_resolve_name, _check=_import_check, _len=len):
+    """importlib.import_module: the program names the module."""
+    n = _tostr(name)
+    if n is not None:
+        level = _len(n) - _len(n.lstrip('.'))
+        full = n
+        if level:
+            p = _tostr(package)
+            full = None if p is None else _resolve(n[level:], {'__package__': p}, level)
+        if full is not None:
+            f = _getframe(2)
+            e = _check(S, full, f, True)
+            del f
+            if e is not None:
+                del S, orig, package
+                raise e
+    return orig(name, package)
+
+
+def _builtin_call(S, orig, patch, spec, _getframe=_GETFRAME, _tostr=_tostr, _check=_import_check,
+                  _getattr=getattr, _TypeError=TypeError):
+    """_imp.create_builtin(spec): a builtin module is made (a new copy when it is
+    already loaded): judged on the request of whoever asks, then patched."""
+    n = _tostr(_getattr(spec, 'name', None))
+    if n is None:
+        raise _TypeError('create_builtin: the spec has no name')
+    f = _getframe(2)
+    e = _check(S, n, f, True)
+    del f
+    if e is not None:
+        del S, orig, patch, spec
+        raise e
+    m = orig(S[20][10](n, None))
+    patch(n, m)
+    return m
+
+
+def _dynamic_call(S, orig, patch, spec, *rest, _getframe=_GETFRAME, _getattr=getattr, _tostr=_tostr,
+                  _mod=_mod_of):
+    """_imp.create_dynamic(spec): the import audit event judges it; the module
+    (a new copy when it is already loaded) is patched."""
+    m = orig(spec, *rest)
+    n = _tostr(_getattr(spec, 'origin', None))
+    n = _mod(S, n) if n is not None else None
+    if n is None:
+        n = _tostr(_getattr(m, '__name__', None))
+    if n is not None:
+        patch(n, m)
+    return m
+
+
+def _exec_ext_call(S, orig, patch, mod, _getattr=getattr, _tostr=_tostr):
+    """_imp.exec_builtin / exec_dynamic(mod): a multi-phase module's functions
+    appear when it is executed: patched then."""
+    r = orig(mod)
+    n = _tostr(_getattr(mod, '__name__', None))
+    if n is not None:
+        patch(n, mod)
+    return r
+
+
+def _frozen_call(S, orig, name, *rest, _getframe=_GETFRAME, _importer=_importer, _deny=_deny):
+    """_imp.get_frozen_object(name, data): code from data the program gives would
+    be named <frozen ...>, a library's code."""
+    if rest and rest[0] is not None:
+        f = _getframe(2)
+        g = _importer(S, f, '', '', True)
+        del f
+        if g is not None:
+            del g
+            e = _deny(S, 'api', S[13][4], "Loading frozen code from the program's data is DENIED by implicit "
+                      "default policy.", '', '', '', None)
+            if e is not None:
+                del S, orig, rest
+                raise e
+    return orig(name, *rest)
+
+
+def _fixname_call(S, orig, code, path, _getframe=_GETFRAME, _tostr=_tostr, _library=_library_file,
+                  _genuine=_genuine_load, _deny=_deny):
+    """_imp._fix_co_filename(code, path): the import system renames the code it
+    loaded from a compiled file; only its own load of a library file may give a
+    library file's name."""
+    p = _tostr(path)
+    if p is not None and _library(S, p):
+        f = _getframe(2)
+        ok = _genuine(S, f)
+        del f
+        if not ok:
+            e = _deny(S, 'api', S[13][4], "Naming code as the library file '%s' is DENIED by implicit default "
+                      "policy." % p, p, '', '', None)
+            if e is not None:
+                del S, orig, code
+                raise e
+    return orig(code, path)
+
+
+def _hook(S, event, args, _get=None, _cache=None, _type=type, _str=str):
+    """The audit hook (bound to S): one lookup for the events it ignores; an
+    open() of an absolute path already allowed (the same path, mode and flags)
+    is one lookup too."""
+    if event == 'open' and _type(args[0]) is _str and args in _cache:
+        return
     h = _get(event)
     if h is None:
         return
@@ -959,8 +1726,9 @@ HANDLERS = {
     'os.mkdir': _h_mkdir,
     'os.rename': _h_two, 'os.link': _h_two,
     'os.symlink': _h_symlink,
-    'import': _h_import,
-    'exec': _h_code, 'compile': _h_code,
+    'import': _h_import, 'pickle.find_class': _h_findclass,
+    'exec': _h_code, 'compile': _h_compile, 'marshal.loads': _h_marshal,
+    'code.__new__': _h_codenew, 'function.__new__': _h_funcnew,
     'socket.connect': _h_sock, 'socket.bind': _h_sock, 'socket.sendto': _h_sock, 'socket.sendmsg': _h_sock,
     'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve,
     'sys._getframe': _h_frame_api, 'sys._getframemodulename': _h_frame_api,
@@ -1065,15 +1833,34 @@ PATCHES = {
     '_posixsubprocess': {'fork_exec': '_posixsubprocess.fork_exec'},
     'faulthandler': {'enable': 'faulthandler.enable'},
     'importlib': {'reload': 'importlib.reload'},
-    'pickle': {'loads': 'pickle.loads', 'load': 'pickle.load'},
+    'pickle': {'loads': 'pickle.loads', 'load': 'pickle.load', '_loads': 'pickle._loads', '_load': 'pickle._load'},
     '_pickle': {'loads': 'pickle.loads', 'load': 'pickle.load'},
-    'threading': {'stack_size': 'threading.stack_size', '_start_new_thread': '_thread.start_new_thread'},
+    # threading.settrace and setprofile only record a function for the threads
+    # started later (sys.settrace then runs in each new thread, with no door of
+    # the caller on its stack): judged when they are called.
+    'threading': {'stack_size': 'threading.stack_size', '_start_new_thread': '_thread.start_new_thread',
+                  'settrace': 'threading.settrace', 'setprofile': 'threading.setprofile',
+                  'settrace_all_threads': 'threading.settrace_all_threads',
+                  'setprofile_all_threads': 'threading.setprofile_all_threads'},
+    # 3.12+: subprocess keeps fork_exec as _fork_exec (bound when subprocess was
+    # imported, possibly before the guard was armed).
+    'subprocess': {'_fork_exec': '_posixsubprocess.fork_exec'},
+    # ctypes.cast and string_at read memory at any address: refused before any
+    # foreign call is made.
+    'ctypes': {'cast': 'ctypes.cast', 'string_at': 'ctypes.string_at', 'wstring_at': 'ctypes.wstring_at'},
+    # The audit event of sys.addaudithook is raised inside it, where CPython
+    # swallows any RuntimeError (every refusal of the layer is one): refused
+    # before, where the program sees it.
+    'sys': {'addaudithook': 'sys.addaudithook'},
 }
 
-# The functions on the hook's path: none of them may read a global name.
-HOOK_PATH = ('_js', '_send', '_tostr', '_realpath', '_fdpath', '_abspath', '_gomatch_class', '_gomatch',
-             '_ignored', '_deny', '_file_decide', '_check_path', '_parse_ip', '_show_ip', '_net_decide',
-             '_net_refuse', '_net_check', '_frame_kind', '_stdlib_rel', '_api_refuse', '_api_chain', '_gate',
-             '_h_open', '_h_list', '_h_xattr_read', '_h_write1', '_h_mkdir', '_h_two', '_h_symlink', '_h_chdir',
-             '_h_import', '_h_api', '_h_frame_api', '_h_getattr', '_h_setattr', '_h_code', '_h_sock',
-             '_h_resolve', '_hook', '_dir_of')
+# Methods patched on their class: module -> {(class, method): registered name}.
+METHOD_PATCHES = {
+    # The pure-Python unpickler (pickle._Unpickler(file).load()) runs what a
+    # stream names without the C unpickler's find_class event for pure data.
+    'pickle': {('_Unpickler', 'load'): 'pickle._Unpickler'},
+}
+
+# The functions on the hook's path (every function of this module): none of
+# them may read a global name.
+HOOK_PATH = tuple(n for n, v in globals().items() if type(v) is type(_js))

@@ -38,7 +38,8 @@ CO_ASYNC_GENERATOR = 0x200
 
 # Imported before the guard is armed: the worker's own needs, then the modules of
 # the data types the host's arguments may name (what the argument unpickler
-# resolves). They are importable by the called code without a python-import= rule.
+# resolves). They are the worker's: the called code still needs a python-import=
+# rule to import them (an application's import is judged, loaded or not).
 # encodings.idna is what the C socket module needs for any host name given as a
 # str (imported on first use otherwise, and then charged to the calling code).
 PRELOAD = ('io', '_pickle', 'traceback', 'asyncio', 'collections', 'datetime', 'decimal', 'fractions', 'uuid',
@@ -116,7 +117,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim):
     sys.stdout = _make_stream(st, io, K_STDOUT, '<stdout>')
     sys.stderr = _make_stream(st, io, K_STDERR, '<stderr>')
 
-    st.ours = frozenset(_codes(main))
+    st.ours = frozenset(id(c) for c in _codes(main))
     if st.guard:
         try:
             S = A['arm'](G, cfg, fd, sb, builtins)

@@ -255,7 +255,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     # channel in the zygote, the pipe to the zygote in a forked process.
     sys.stdout = z.stream(st, io, K_OUT, '<stdout>')
     sys.stderr = z.stream(st, io, K_ERR, '<stderr>')
-    st.ours = frozenset(_codes(main) + W['_codes'](W['main']))
+    st.ours = frozenset(id(c) for c in _codes(main) + W['_codes'](W['main']))
     del W
     try:
         z.resource.setrlimit(z.resource.RLIMIT_CORE, (0, 0))  # no core file from a killed evaluation
