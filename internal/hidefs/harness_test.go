@@ -36,11 +36,31 @@ func TestMain(m *testing.M) {
 func helperMount() int {
 	target := os.Getenv("HIDEFS_TARGET")
 	flags, _ := strconv.ParseUint(os.Getenv("HIDEFS_FLAGS"), 10, 64)
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+	// In a new user namespace the mounts are already slaves of the parent's.
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil && err != unix.EPERM {
 		fmt.Println("error: make / private:", err)
 		return 1
 	}
-	if err := unix.Mount("hidefs", target, "fuse", uintptr(flags), os.Getenv("HIDEFS_DATA")); err != nil {
+	data := os.Getenv("HIDEFS_DATA")
+	if os.Getenv("HIDEFS_OPEN") != "" {
+		// FUSE wants /dev/fuse opened in the user namespace of the mount: open
+		// it here and send it back to the server over fd 3.
+		fd, err := unix.Open("/dev/fuse", unix.O_RDWR|unix.O_CLOEXEC, 0)
+		if err != nil {
+			fmt.Println("error: open /dev/fuse:", err)
+			return 1
+		}
+		data = strings.Replace(data, "fd=3,", "fd="+strconv.Itoa(fd)+",", 1)
+		if err := unix.Mount("hidefs", target, "fuse", uintptr(flags), data); err != nil {
+			fmt.Println("error: mount:", err)
+			return 1
+		}
+		if err := unix.Sendmsg(3, []byte{0}, unix.UnixRights(fd), nil, 0); err != nil {
+			fmt.Println("error: send:", err)
+			return 1
+		}
+		unix.Close(fd)
+	} else if err := unix.Mount("hidefs", target, "fuse", uintptr(flags), data); err != nil {
 		fmt.Println("error: mount:", err)
 		return 1
 	}
@@ -203,10 +223,25 @@ func startMount(t testing.TB, host string, opt Options, mo mountOpts) *mnt {
 	m.cmd.ExtraFiles = []*os.File{dev}
 	m.cmd.Stderr = os.Stderr
 	m.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, Pdeathsig: unix.SIGKILL}
+	var sock *os.File
 	if mo.userns {
+		// The namespace's root is the host's (so that it may open a /dev/fuse
+		// only root may open here); other host ids are unmapped.
 		m.cmd.SysProcAttr.Cloneflags |= unix.CLONE_NEWUSER
-		m.cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 100000, Size: 1}}
-		m.cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 100000, Size: 1}}
+		m.cmd.SysProcAttr.UidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+		m.cmd.SysProcAttr.GidMappings = []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 1}}
+		m.cmd.Env = append(m.cmd.Env, "HIDEFS_OPEN=1")
+		sp, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sock = os.NewFile(uintptr(sp[0]), "sock")
+		defer sock.Close()
+		child := os.NewFile(uintptr(sp[1]), "sock")
+		defer child.Close()
+		m.cmd.ExtraFiles = []*os.File{child}
+		dev.Close()
+		dev = nil
 	}
 	m.stdin, _ = m.cmd.StdinPipe()
 	stdout, _ := m.cmd.StdoutPipe()
@@ -238,6 +273,19 @@ func startMount(t testing.TB, host string, opt Options, mo mountOpts) *mnt {
 		m.cmd.Wait()
 		cancel()
 		t.Fatalf("helper: %q %v", line, err)
+	}
+	if sock != nil {
+		b, oob := make([]byte, 1), make([]byte, unix.CmsgSpace(4))
+		_, oobn, _, _, err := unix.Recvmsg(int(sock.Fd()), b, oob, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs, _ := unix.ParseSocketControlMessage(oob[:oobn])
+		fds, err := unix.ParseUnixRights(&msgs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev = os.NewFile(uintptr(fds[0]), "/dev/fuse")
 	}
 	if !mo.serveFirst {
 		serve()

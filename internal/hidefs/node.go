@@ -178,7 +178,9 @@ func (t *table) oldest(max int) []uint64 {
 	return ids
 }
 
-// closeAll closes every descriptor (the connection is over).
+// closeAll closes the descriptors of the nodes the kernel still knows; the
+// connection is over, no request is being served, and the handles have been
+// closed (a node they pin is closed at its last unpin).
 func (t *table) closeAll() {
 	t.mu.Lock()
 	defer t.mu.Unlock()

@@ -67,11 +67,16 @@ func (hs *handles) remove(fh uint64) *handle {
 	return h
 }
 
-func (hs *handles) closeAll() {
+// closeAll closes the handles the kernel never released (the connection is
+// over) and unpins their nodes.
+func (hs *handles) closeAll(nodes *table) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	for fh, h := range hs.m {
 		unix.Close(h.fd)
+		if nodes != nil {
+			nodes.unpin(h.node)
+		}
 		delete(hs.m, fh)
 	}
 }

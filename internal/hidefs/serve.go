@@ -210,7 +210,7 @@ func newServer(dev, root *os.File, opt Options) (*server, error) {
 }
 
 func (s *server) close() {
-	s.handles.closeAll()
+	s.handles.closeAll(s.nodes)
 	if s.nodes != nil {
 		s.nodes.closeAll()
 	}
