@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -154,7 +155,9 @@ func (m *mnt) primePoll(t testing.TB) {
 		}
 		ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
 		if err == nil {
-			unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, fd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)})
+			// Not unix.EpollCtl: it is a raw system call, which is the problem.
+			ev := unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(fd)}
+			syscall.Syscall6(unix.SYS_EPOLL_CTL, uintptr(ep), unix.EPOLL_CTL_ADD, uintptr(fd), uintptr(unsafe.Pointer(&ev)), 0, 0)
 			unix.Close(ep)
 		}
 		unix.Close(fd)
