@@ -170,10 +170,10 @@ type mountOpts struct {
 	userns     bool   // a new user namespace: host uid 100000 is its root
 	flags      uint64 // mount flags beyond MountFlags
 	serveFirst bool   // start Serve before the helper mounts
+	target     string // the mount point in the helper's namespace; default a new directory
 }
 
 type mnt struct {
-	t      *testing.T
 	host   string // the served host directory
 	target string // the mount point, as the helper sees it
 	dir    string // the mount point, as this process reaches it
@@ -217,7 +217,10 @@ func startMount(t testing.TB, host string, opt Options, mo mountOpts) *mnt {
 		dev.Close()
 		t.Fatal(err)
 	}
-	m := &mnt{host: host, target: mountDir(t), done: make(chan error, 1)}
+	m := &mnt{host: host, target: mo.target, done: make(chan error, 1)}
+	if m.target == "" {
+		m.target = mountDir(t)
+	}
 	owner := opt.Report
 	flags := uint64(MountFlags) | mo.flags
 	m.cmd = exec.Command(os.Args[0], "-test.run=^$")

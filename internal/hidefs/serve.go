@@ -24,13 +24,10 @@ const (
 	inBufSize = maxWrite + 8<<10
 	// outBufSize holds any reply: a READ or READDIR of maxWrite, an xattr of 64 KiB.
 	outBufSize = maxWrite + 4<<10
-	// workers bounds the requests served at once.
-	workers = 32
+	// workers bounds the requests served at once (each holds a reader's buffers).
+	workers = 16
 
-	opForget      = 2
-	opInterrupt   = 36
-	opBatchForget = 42
-	opInit        = 26
+	opInit = 26
 
 	capPassthrough = 1 << 37
 	// kernelMinorPrune is the first protocol minor with prune notifications.
@@ -71,8 +68,9 @@ type server struct {
 	pruning     atomic.Bool
 
 	inPool, outPool sync.Pool
-	sem             chan struct{}
-	wg              sync.WaitGroup
+	wg              sync.WaitGroup // the readers
+	readers, idle   atomic.Int32
+	stopping        atomic.Bool
 }
 
 // Serve serves the directory root on the FUSE connection dev until the
@@ -129,7 +127,7 @@ func newServer(dev, root *os.File, opt Options) (*server, error) {
 		return nil, err
 	}
 	s := &server{devFD: devFD, proc: -1, filter: opt.Filter, ro: opt.ReadOnly, report: opt.Report,
-		logger: opt.Logger, readyFunc: opt.Ready, sem: make(chan struct{}, workers)}
+		logger: opt.Logger, readyFunc: opt.Ready}
 	if s.logger == nil {
 		s.logger = log.New(io.Discard, "", 0)
 	}
@@ -257,9 +255,7 @@ func (s *server) run(ctx context.Context) error {
 	if r := s.readyFunc; r != nil {
 		r(info)
 	}
-	err = s.loop(ctx)
-	s.wg.Wait()
-	return err
+	return s.loop(ctx)
 }
 
 // awaitInit waits until dev is mounted and reads the INIT request into buf.
@@ -320,46 +316,61 @@ func (s *server) init(req []byte) (Info, error) {
 	return info, nil
 }
 
-// loop reads requests until the connection or ctx ends.
+// loop serves requests until the connection or ctx ends. Each reader handles
+// the request it read, after starting another reader if none is waiting (so
+// a request is served by the goroutine that read it, without a hand-off).
 func (s *server) loop(ctx context.Context) error {
-	for {
+	errc := make(chan error, 1)
+	s.startReader(ctx, errc)
+	err := <-errc
+	s.stopping.Store(true)
+	s.dev.SetReadDeadline(time.Unix(1, 0)) // wake the readers that wait
+	s.wg.Wait()
+	return err
+}
+
+func (s *server) startReader(ctx context.Context, errc chan<- error) {
+	s.readers.Add(1)
+	s.wg.Add(1)
+	go s.reader(ctx, errc)
+}
+
+func (s *server) reader(ctx context.Context, errc chan<- error) {
+	defer s.wg.Done()
+	end := func(err error) {
+		select {
+		case errc <- err:
+		default:
+		}
+	}
+	for !s.stopping.Load() {
 		bp := s.inPool.Get().(*[]byte)
+		s.idle.Add(1)
 		n, err := s.dev.Read(*bp)
+		s.idle.Add(-1)
 		if err != nil {
 			s.inPool.Put(bp)
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, os.ErrClosed):
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				s.dev.SetReadDeadline(time.Time{})
-				continue
-			case errors.Is(err, unix.ENODEV):
-				return nil // unmounted or aborted
+				// Only a cancellation or the end of the loop sets a deadline.
+				end(ctx.Err())
+				return
+			case errors.Is(err, unix.ENODEV), errors.Is(err, io.EOF):
+				end(nil) // unmounted or aborted
+				return
 			case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN), errors.Is(err, unix.ENOENT):
-				continue // ENOENT: the request was interrupted before we read it
-			case errors.Is(err, io.EOF):
-				return nil
+				continue // ENOENT: the request was interrupted before it was read
 			}
-			return fmt.Errorf("hidefs: read /dev/fuse: %w", err)
+			end(fmt.Errorf("hidefs: read /dev/fuse: %w", err))
+			return
 		}
-		if n < inHeaderSize {
-			s.inPool.Put(bp)
-			continue
+		if s.idle.Load() == 0 && s.readers.Load() < workers {
+			s.startReader(ctx, errc)
 		}
-		switch binary.LittleEndian.Uint32((*bp)[4:]) {
-		case opForget, opBatchForget, opInterrupt:
-			// Cheap, and an INTERRUPT must not wait behind busy workers.
+		if n >= inHeaderSize {
 			s.handle((*bp)[:n])
-			s.inPool.Put(bp)
-			continue
 		}
-		s.sem <- struct{}{}
-		s.wg.Add(1)
-		go func() {
-			defer func() { <-s.sem; s.wg.Done(); s.inPool.Put(bp) }()
-			s.handle((*bp)[:n])
-		}()
+		s.inPool.Put(bp)
 	}
 }
 
