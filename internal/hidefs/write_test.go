@@ -2,9 +2,12 @@ package hidefs
 
 import (
 	"fmt"
+	"io"
+	"log"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -206,7 +209,15 @@ func TestReadWritePythonWorkload(t *testing.T) {
 	for _, pt := range []bool{false, true} {
 		t.Run(fmt.Sprintf("passthrough=%v", pt), func(t *testing.T) {
 			host := tree(t, map[string]string{"proj/README": "r", "proj/.env": "SECRET"})
-			m := startMount(t, host, Options{Filter: ignores(host, ".env"), NoPassthrough: !pt}, mountOpts{})
+			var logged strings.Builder
+			m := startMount(t, host, Options{Filter: ignores(host, ".env"), NoPassthrough: !pt,
+				Logger: log.New(&syncWriter{w: &logged}, "", 0)}, mountOpts{})
+			defer func() {
+				m.end()
+				if pt && strings.Contains(logged.String(), "passthrough refused") {
+					t.Errorf("passthrough was refused: %s", logged.String())
+				}
+			}()
 			if pt && !m.info.Passthrough {
 				t.Skip("the kernel did not accept passthrough")
 			}
@@ -272,4 +283,15 @@ print("ok")
 			}
 		})
 	}
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(b []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(b)
 }
