@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -119,16 +120,26 @@ func watchParent(target string) {
 	if err != nil {
 		return
 	}
+	// The parent's death signal (SIGTERM) comes when the thread that started
+	// the helper ends; the parent's state tells the rest.
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, unix.SIGTERM)
 	parent := fmt.Sprintf("/proc/%d/stat", os.Getppid())
 	go func() {
-		for range time.Tick(100 * time.Millisecond) {
-			b, err := os.ReadFile(parent)
-			// The state follows the command name in parentheses; "Z": the
-			// process has exited and is stuck closing its files.
-			if i := strings.LastIndexByte(string(b), ')'); err != nil || i < 0 || i+2 >= len(b) || b[i+2] == 'Z' {
-				abort.WriteString("1")
-				os.Exit(2)
+		tick := time.NewTicker(100 * time.Millisecond)
+		for {
+			select {
+			case <-term:
+			case <-tick.C:
+				b, err := os.ReadFile(parent)
+				// The state follows the command name in parentheses; "Z": the
+				// process has exited and may be stuck closing its files.
+				if i := strings.LastIndexByte(string(b), ')'); err == nil && i >= 0 && i+2 < len(b) && b[i+2] != 'Z' {
+					continue
+				}
 			}
+			abort.WriteString("1")
+			os.Exit(2)
 		}
 	}()
 }
@@ -228,7 +239,7 @@ func startMount(t testing.TB, host string, opt Options, mo mountOpts) *mnt {
 		"HIDEFS_DATA="+MountData(3, owner), "HIDEFS_FLAGS="+strconv.FormatUint(flags, 10))
 	m.cmd.ExtraFiles = []*os.File{dev}
 	m.cmd.Stderr = os.Stderr
-	m.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, Pdeathsig: unix.SIGKILL}
+	m.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS, Pdeathsig: unix.SIGTERM}
 	var sock *os.File
 	if mo.userns {
 		// The namespace's root is the host's (so that it may open a /dev/fuse
