@@ -303,6 +303,11 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 	}
 	h := &handle{fd: fd, node: n}
 	s.setupIO(h, &out.OpenFlags, &out.BackingID)
+	if in.Flags&unix.O_ACCMODE == unix.O_RDONLY {
+		// Nothing to flush at close (writes go through; locks are the
+		// kernel's): spare the round trip.
+		out.OpenFlags |= fuse.FOPEN_NOFLUSH
+	}
 	out.Fh = s.handles.add(h)
 	return fuse.OK
 }
