@@ -119,6 +119,7 @@ func BenchmarkReaddir10k(b *testing.B) {
 // (/usr/lib/python3.11) served through the mount, against the same command in
 // this process's own mount namespace. Both go through nsenter.
 func BenchmarkPythonImport(b *testing.B) {
+	needNsenter(b)
 	const stdlib = "/usr/lib/python3.11"
 	if _, err := os.Stat(stdlib + "/json/__init__.py"); err != nil {
 		b.Skipf("%s is needed: %v", stdlib, err)

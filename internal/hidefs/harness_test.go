@@ -423,3 +423,11 @@ func fdCount(t testing.TB) int {
 	}
 	return len(es)
 }
+
+// needNsenter skips a test that enters the helper's namespaces.
+func needNsenter(t testing.TB) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/nsenter"); err != nil {
+		t.Skipf("/usr/bin/nsenter (util-linux) is needed: %v", err)
+	}
+}

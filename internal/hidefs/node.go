@@ -44,7 +44,7 @@ type node struct {
 	opens   int        // open handles of any kind
 	cached  int        // open regular-file handles served without passthrough
 	pt      int        // open handles in passthrough mode
-	backing int32      // the passthrough backing id while pt > 0
+	backing int32      // the passthrough backing id, until the node is forgotten
 }
 
 func (n *node) isDir() bool  { return n.mode == unix.S_IFDIR }
@@ -59,6 +59,9 @@ func (n *node) hasOpens() bool {
 
 // table maps node ids and inode keys to nodes.
 type table struct {
+	// dropBacking unregisters a passthrough backing id of a forgotten node.
+	dropBacking func(id int32)
+
 	mu    sync.Mutex
 	byID  map[uint64]*node
 	byKey map[key]*node
@@ -134,8 +137,8 @@ func (t *table) forget(id, n uint64) {
 	} else {
 		nd.lookups -= n
 	}
-	closeNow := false
-	if nd.lookups == 0 {
+	closeNow, dropped := false, nd.lookups == 0
+	if dropped {
 		delete(t.byID, id)
 		if t.byKey[nd.key] == nd {
 			delete(t.byKey, nd.key)
@@ -144,6 +147,15 @@ func (t *table) forget(id, n uint64) {
 		closeNow = nd.pins == 0
 	}
 	t.mu.Unlock()
+	if dropped {
+		nd.mu.Lock()
+		id := nd.backing
+		nd.backing = 0
+		nd.mu.Unlock()
+		if id != 0 && t.dropBacking != nil {
+			t.dropBacking(id)
+		}
+	}
 	if closeNow {
 		unix.Close(nd.fd)
 	}

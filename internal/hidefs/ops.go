@@ -314,7 +314,7 @@ func (s *server) Open(cancel <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut
 
 // setupIO records a new regular-file handle on its node and chooses how the
 // kernel reads it: passthrough to the host file when the kernel accepts it
-// (every open handle of an inode must then share one backing id, and an inode
+// (the open handles of an inode must share one backing id, and an inode
 // cannot mix passthrough and cached handles), otherwise through the server
 // with the kernel's page cache kept across opens (the kernel drops it when it
 // sees the size or modification time change).
@@ -324,7 +324,10 @@ func (s *server) setupIO(h *handle, flags *uint32, backing *int32) {
 	defer n.mu.Unlock()
 	n.opens++
 	if s.passthrough.Load() && n.cached == 0 {
-		ok := n.pt > 0
+		// The backing id stays registered until the kernel forgets the node:
+		// it designates the inode, and each open gets its own backing file
+		// (with the open's flags) from it.
+		ok := n.backing != 0
 		if !ok {
 			id, err := s.backingOpen(h.fd)
 			if err == nil {
@@ -355,10 +358,6 @@ func (s *server) Release(cancel <-chan struct{}, in *fuse.ReleaseIn) {
 	switch {
 	case h.pt:
 		n.pt--
-		if n.pt == 0 {
-			s.backingClose(n.backing)
-			n.backing = 0
-		}
 	case !h.dir:
 		n.cached--
 	}

@@ -153,6 +153,7 @@ func newServer(dev, root *os.File, opt Options) (*server, error) {
 	}
 	s.root = &node{id: rootID, key: keyOf(&st), fd: rootFD, mode: unix.S_IFDIR}
 	s.nodes = newTable(s.root)
+	s.nodes.dropBacking = s.backingClose
 
 	s.proc, err = unix.Open("/proc/self/fd", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	var sfs unix.Statfs_t

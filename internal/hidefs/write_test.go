@@ -104,6 +104,7 @@ func TestReadWriteRefusesHiddenNames(t *testing.T) {
 }
 
 func TestOwnershipAndModes(t *testing.T) {
+	needNsenter(t)
 	host := tree(t, map[string]string{"mine.txt": "M", "theirs.txt": "T", "shared.txt": "S"})
 	os.Chmod(m0(host, "mine.txt"), 0o600)
 	os.Chown(m0(host, "theirs.txt"), 4242, 4242)
@@ -174,6 +175,7 @@ func m0(host, rel string) string { return host + "/" + rel }
 // The mount made in a user namespace, as the unshare provider's supervisor
 // does: ids are numbered in that namespace.
 func TestUserNamespaceMount(t *testing.T) {
+	needNsenter(t)
 	host := tree(t, map[string]string{"mine.txt": "M", "theirs.txt": "T", ".env": "S"})
 	os.Chown(m0(host, "theirs.txt"), 4242, 4242)
 	m := startMount(t, host, Options{Filter: ignores(host, ".env"), Report: IDs{0, 0}}, mountOpts{userns: true})
@@ -202,6 +204,7 @@ func TestUserNamespaceMount(t *testing.T) {
 // interpreter: sqlite3 (journal and WAL, which maps its -shm file), POSIX and
 // flock locks between two processes, mmap, O_APPEND, truncate.
 func TestReadWritePythonWorkload(t *testing.T) {
+	needNsenter(t)
 	const python = "/usr/bin/python3"
 	if _, err := os.Stat(python); err != nil {
 		t.Skipf("%s is needed: %v", python, err)
