@@ -65,3 +65,25 @@ func TestHiddenNamesAbsent(t *testing.T) {
 		}
 	}
 }
+
+// A mount point below the served directory is another file system: the
+// server does not cross into it (a /proc or a host directory bound there
+// would otherwise be served with the server's identity).
+func TestNoMountCrossing(t *testing.T) {
+	host := tree(t, map[string]string{"a.txt": "A", "mnt/under.txt": "COVERED"})
+	outside := tree(t, map[string]string{"secret": "OUTSIDE"})
+	// This bind mount is made in the test's own mount namespace, where the
+	// server resolves names, and removed at cleanup.
+	if err := unix.Mount(outside, host+"/mnt", "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("bind mount: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(host+"/mnt", unix.MNT_DETACH) })
+	m := startMount(t, host, Options{}, mountOpts{})
+	_, err := os.Stat(m.p("mnt"))
+	wantErrno(t, "stat the mount point", err, unix.EACCES)
+	_, err = os.ReadFile(m.p("mnt/secret"))
+	wantErrno(t, "read through the mount point", err, unix.EACCES)
+	if b, err := os.ReadFile(m.p("a.txt")); err != nil || string(b) != "A" {
+		t.Errorf("read a.txt = %q, %v", b, err)
+	}
+}
