@@ -271,6 +271,22 @@ try:
 except FileNotFoundError:
     pass
 assert ".env" not in os.listdir(os.path.join(d, "proj"))
+ln = os.path.join(d, "proj", "ln")
+os.symlink("README", ln)
+assert os.readlink(ln) == "README" and open(ln).read() == "r"
+os.link(os.path.join(d, "proj", "README"), os.path.join(d, "proj", "README2"))
+assert os.stat(os.path.join(d, "proj", "README2")).st_nlink == 2
+os.makedirs(os.path.join(d, "proj", "pkg", "sub"))
+os.rename(os.path.join(d, "proj", "pkg"), os.path.join(d, "proj", "pkg2"))
+os.rmdir(os.path.join(d, "proj", "pkg2", "sub"))
+os.mkfifo(os.path.join(d, "proj", "fifo"))
+os.setxattr(os.path.join(d, "proj", "README"), "user.k", b"v")
+assert os.getxattr(os.path.join(d, "proj", "README"), "user.k") == b"v"
+try:
+    os.setxattr(os.path.join(d, "proj", "README"), "trusted.k", b"v")
+    raise SystemExit("set trusted.k")
+except PermissionError:
+    pass
 print("ok")
 `
 			// In the mount's namespace, as a sandboxed program (sqlite resolves
