@@ -15,7 +15,7 @@ import (
 // TestCapabilitiesTable: what the provider claims, with and without seccomp,
 // env(1) and the network filter; never what it cannot enforce.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
 		pysandboxes.CapNoPrivileges
@@ -49,7 +49,11 @@ func TestRegisteredCapabilities(t *testing.T) {
 		t.Skip(err)
 	}
 	h := p.host()
-	if got, want := p.Capabilities(), capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil); got != want {
+	want := capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
+	if h.hideErr == nil {
+		want |= pysandboxes.CapHide
+	}
+	if got := p.Capabilities(); got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 }

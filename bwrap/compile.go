@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
@@ -25,7 +26,10 @@ type compiled struct {
 	net      *netPlan
 	listen   *supervise.Stage // Landlock's TCP bind rules; nil when not applied
 	exposes  []policy.Expose
-	idmap    bool // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
+	// served are the exposed directories the ignore= filter serves (package
+	// hideview): their ignored paths are hidden at every lookup, never masked.
+	served []policy.Expose
+	idmap  bool // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
 
 	warnings []string
 	warnOnce sync.Once
@@ -110,6 +114,12 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		Ignores:  pol.Ignores(),
 		Extras:   extras,
 		Resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps},
+	}
+	if c.idmap && len(c.planner.Ignores) > 0 && h.hideErr == nil {
+		c.served = hideview.Filtered(c.planner.Exposes, c.planner.Ignores)
+		for _, e := range c.served {
+			c.planner.Served = append(c.planner.Served, e.Path)
+		}
 	}
 	for _, e := range c.planner.Exposes {
 		switch {

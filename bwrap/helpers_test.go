@@ -21,6 +21,7 @@ var (
 	run            = providertest.Run
 	py             = providertest.Py
 	expectLine     = providertest.ExpectLine
+	expectOneOf    = providertest.ExpectOneOf
 	writeFile      = providertest.WriteFile
 )
 

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hidefs"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
@@ -150,6 +152,12 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	sub.ExtraFiles = append(append([]*os.File(nil), req.ExtraFiles...), files...)
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
 	var hv *supervise.View
+	var filters *hideview.Servers
+	if len(c.served) > 0 {
+		if filters, err = hideview.Start(c.served, hideview.Paths(c.planner.Exposes), c.planner.Ignores, hidefs.IDs{UID: hostid.UID, GID: hostid.GID}, 0, logger); err != nil {
+			return fail(err)
+		}
+	}
 	if c.idmap {
 		// bwrap runs as an unprivileged uid, in a view where the exposed
 		// directories are idmapped to it (see package internal/hostid).
@@ -158,17 +166,23 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 			sources = append(sources, b.Path)
 		}
 		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID,
-			Ops: hostid.Idmapped(c.exposes, append(sources, dirOf(req)), uint32(os.Geteuid()), uint32(os.Getegid()))}
+			Ops: filters.Into(hostid.Idmapped(c.exposes, append(sources, dirOf(req)), uint32(os.Geteuid()), uint32(os.Getegid())))}
 		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
 	}
 	if c.listen != nil {
 		stages = append(stages, *c.listen)
 	}
-	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, nil, nil)
+	var viewFiles []*os.File
+	if filters != nil {
+		viewFiles = filters.Files()
+	}
+	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, viewFiles, nil)
 	if err != nil {
+		filters.Stop(0)
 		return fail(err)
 	}
+	filters.Attach(l)
 	s := &session{info: infoR, asPID1: c.asPID1}
 	var once sync.Once
 	release := func() { once.Do(closeFiles) }

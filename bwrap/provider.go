@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
@@ -55,6 +56,7 @@ type hostState struct {
 	landlock   int             // the kernel's Landlock ABI (0: none)
 	idmap      bool            // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
 	idErr      error           // why the program would hold a host identity (nil: it does not)
+	hideErr    error           // why ignore= cannot hold over time here (nil: the filter serves the exposed directories)
 }
 
 var versionRE = regexp.MustCompile(`bubblewrap ([0-9][0-9.]*)`)
@@ -127,6 +129,10 @@ func probeHost(binary string) hostState {
 	if !h.idmap && os.Geteuid() == 0 {
 		cmd.SysProcAttr = nil
 	}
+	h.hideErr = hideview.Available()
+	if h.hideErr == nil && !h.idmap {
+		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a bwrap run as another uid")
+	}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		h.err = fmt.Errorf("bwrap cannot create its namespaces here (%v: %s): user namespaces must be usable without privilege "+
 			"(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists, "+
@@ -156,7 +162,12 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
+	c := capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
+	if c != 0 && h.hideErr == nil {
+		// ignore= paths hidden at every lookup, by the filter (package hideview).
+		c |= pysandboxes.CapHide
+	}
+	return c
 }
 
 // capabilities is what the provider enforces when bwrap works (ok), with or
@@ -172,7 +183,7 @@ func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) pysandboxes.
 	// The network namespace has loopback only (or the filter's rules): TCP and UDP
 	// reach nothing outside; without any capability no raw or packet socket can be
 	// made.
-	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
 		pysandboxes.CapNoPrivileges
@@ -245,7 +256,8 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("bubblewrap %s at %s, started by the supervisor (resource limits, whole-tree kill)", h.version, h.bwrap),
 		"namespaces: user (no capability: --cap-drop ALL, nested user namespaces disabled), mount, pid, ipc, uts, cgroup, network",
 		"file system: a fresh root with only the exposed directories, what the program needs (read-only), /proc of the sandbox, a minimal /dev; never the host's /run, no /tmp unless exposed",
-		"ignore=: the ignored files are replaced by an unreadable device node, directories by an empty unreadable tmpfs",
+		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
+			"the ignored files present at start are replaced by an unreadable device node, directories by an empty unreadable tmpfs (hide not claimed)",
 	}
 	if h.seccompErr != nil {
 		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+"): seccomp is not claimed")

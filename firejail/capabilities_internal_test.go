@@ -15,7 +15,7 @@ import (
 // the network filter; never unprivileged (firejail is setuid root), never
 // network filtering without the filter.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
 	for _, tc := range []struct {

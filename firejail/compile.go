@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
@@ -31,6 +32,9 @@ type compiled struct {
 	shmMode hostview.Mode
 	exposes []policy.Expose
 	idmap   bool // run as root: firejail runs for hostid.UID, the exposed directories idmapped
+	// served are the exposed directories the ignore= filter serves (package
+	// hideview): their ignored paths are hidden at every lookup, never masked.
+	served []policy.Expose
 	// identityBPF is the minimal seccomp filter (leases, file flags) set under
 	// firejail when it runs for hostid.UID; nil without seccomp.
 	identityBPF []byte
@@ -129,6 +133,12 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		Ignores:  pol.Ignores(),
 		Extras:   extras,
 		Resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps},
+	}
+	if c.idmap && len(c.planner.Ignores) > 0 && h.hideErr == nil {
+		c.served = hideview.Filtered(idmappable(c.planner.Exposes, h.firejail), c.planner.Ignores)
+		for _, e := range c.served {
+			c.planner.Served = append(c.planner.Served, e.Path)
+		}
 	}
 	return c, nil
 }

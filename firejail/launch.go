@@ -17,6 +17,8 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hidefs"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
@@ -210,6 +212,14 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		stages = append(stages, *c.listen)
 	}
 	var hv *supervise.View
+	var filters *hideview.Servers
+	if len(c.served) > 0 {
+		if filters, err = hideview.Start(c.served, hideview.Paths(c.planner.Exposes), c.planner.Ignores, hidefs.IDs{UID: hostid.UID, GID: hostid.GID}, 0, logger); err != nil {
+			closeFiles()
+			releaseNet()
+			return nil, err
+		}
+	}
 	if c.idmap {
 		// firejail runs for an unprivileged uid (see package internal/hostid),
 		// in a view where the exposed directories are idmapped to it and an
@@ -222,11 +232,12 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
-		ops := hostid.Idmapped(idmappable(c.exposes, h.firejail), append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid()))
+		ops := filters.Into(hostid.Idmapped(idmappable(c.exposes, h.firejail), append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
 		if netns != "" {
 			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewNetNS, Path: netns})
 		}
 		if hv, err = accountView(ops); err != nil {
+			filters.Stop(0)
 			closeFiles()
 			releaseNet()
 			return nil, err
@@ -240,12 +251,18 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
 	}
-	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, nil, nil)
+	var viewFiles []*os.File
+	if filters != nil {
+		viewFiles = filters.Files()
+	}
+	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, viewFiles, nil)
 	if err != nil {
+		filters.Stop(0)
 		closeFiles()
 		releaseNet()
 		return nil, err
 	}
+	filters.Attach(l)
 	status := l.Status
 	l.Status = func() (syscall.WaitStatus, error) {
 		ws, err := status()

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
@@ -64,6 +65,9 @@ type hostState struct {
 	// supervisor's view), the exposed directories idmapped.
 	idmap bool
 	idErr error // why the program would hold a host identity (nil: it does not)
+	// hideErr: why ignore= cannot hold over time here (nil: the filter serves
+	// the exposed directories).
+	hideErr error
 }
 
 var versionRE = regexp.MustCompile(`firejail version ([0-9][0-9.]*)`)
@@ -162,6 +166,10 @@ func probeHost(binary string) hostState {
 		h.idErr = idTrial(ctx, binary)
 		h.idmap = h.idErr == nil
 	}
+	h.hideErr = hideview.Available()
+	if h.hideErr == nil && !h.idmap {
+		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a firejail run for another uid")
+	}
 	return h
 }
 
@@ -252,6 +260,10 @@ func (p *Provider) Capabilities() pysandboxes.Capability {
 		// firejail runs for an unprivileged uid that owns nothing of the host's.
 		c |= pysandboxes.CapIdentity
 	}
+	if c != 0 && h.hideErr == nil {
+		// ignore= paths hidden at every lookup, by the filter (package hideview).
+		c |= pysandboxes.CapHide
+	}
 	return c
 }
 
@@ -263,7 +275,7 @@ func capabilities(ok, envOK, netOK, listenOK bool) pysandboxes.Capability {
 	if !ok {
 		return 0
 	}
-	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide | pysandboxes.CapUnixSockets |
+	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
 		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
 		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation |
 		pysandboxes.CapNoPrivileges
@@ -328,7 +340,8 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("firejail %s at %s (setuid root; refuses non-root users not listed in /etc/firejail/firejail.users), started by the supervisor (resource limits, whole-tree kill)", h.version, h.firejail),
 		"no capability (--caps.drop=all), no_new_privs, firejail's seccomp filter plus io_uring, bpf, userfaultfd, ptrace, mount, namespaces and similar; --restrict-namespaces, native architecture only; sockets: unix, inet, inet6, netlink",
 		"file system: the whole tree read-only; every top directory not needed is blacklisted; what is needed is whitelisted (exposed directories read-only or read-write, what the program needs read-only); a private /dev (and /dev/shm); the host's /run hidden",
-		"ignore=: blacklisted (an ignored file reads empty, a directory is empty and unreadable)",
+		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
+			"the ignored paths present at start are blacklisted (hide not claimed)",
 		"start cost: firejail takes some 40 ms more than other namespace providers to set a sandbox up",
 	}
 	if h.env == "" {

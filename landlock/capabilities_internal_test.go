@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -58,7 +59,11 @@ func TestCapabilitiesFollowSeccomp(t *testing.T) {
 	}
 	scOK := seccomp.Available() == nil
 	got := p.Capabilities()
-	if want := capabilities(p.host().abi, scOK, p.host().id); got != want {
+	want := capabilities(p.host().abi, scOK, p.host().id)
+	if p.host().id == idRoot && hideview.Available() == nil {
+		want |= pysandboxes.CapHide
+	}
+	if got != want {
 		t.Fatalf("got %s, want %s", got, want)
 	}
 	if !scOK && (got.Has(pysandboxes.CapTCPPorts) || got.Has(pysandboxes.CapUDPDeny) || got.Has(pysandboxes.CapRawSockets) || got.Has(pysandboxes.CapSeccomp)) {

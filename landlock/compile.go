@@ -14,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -43,14 +44,17 @@ type compiled struct {
 	rights   abiRights
 	accepted pysandboxes.Capability
 	id       identityMode
-	handled  uint64 // network rights
-	scoped   uint64
-	static   []supervise.LandlockPaths
-	ports    []supervise.LandlockPorts
-	carves   []carve
-	exposes  []policy.Expose
-	ignores  []policy.Ignore
-	seccomp  json.RawMessage // the seccomp stage's config; nil without seccomp
+	// served are the exposed directories the ignore= filter serves (run as
+	// root): granted whole, their ignored paths hidden by the filter.
+	served  []policy.Expose
+	handled uint64 // network rights
+	scoped  uint64
+	static  []supervise.LandlockPaths
+	ports   []supervise.LandlockPorts
+	carves  []carve
+	exposes []policy.Expose
+	ignores []policy.Ignore
+	seccomp json.RawMessage // the seccomp stage's config; nil without seccomp
 	// implicit lists the implicit grants made at compile (devices, resolver and CA
 	// files), for the debug log.
 	implicit []string
@@ -114,8 +118,26 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			ruleRef(allowRule), r.version, abiUnix, pysandboxes.CapUnixSockets))
 	}
 
-	// Files.
-	fp := planFiles(c.exposes, c.ignores, accepted, r)
+	// Files. Run as root, the exposed directories ignore= rules reach are served
+	// by the filter (package hideview), which hides the ignored paths at every
+	// lookup: they are granted whole. Otherwise, the directories are granted
+	// entry by entry around the ignored paths present now (contents only).
+	planIgnores := c.ignores
+	if c.id == idRoot && len(c.ignores) > 0 && hideview.Available() == nil {
+		c.served = hideview.Filtered(c.exposes, c.ignores)
+		if len(c.served) > 0 {
+			planIgnores = nil
+			for _, e := range c.exposes {
+				if slices.ContainsFunc(c.served, func(s policy.Expose) bool { return s.Path == e.Path }) {
+					continue
+				}
+				if ig, ok := policy.IgnoredEntry(e.Path, c.ignores); ok {
+					errs = append(errs, fmt.Errorf("%s: hides %s, which %s exposes", ruleRef(ig.Rule), e.Path, ruleRef(e.Rule)))
+				}
+			}
+		}
+	}
+	fp := planFiles(c.exposes, planIgnores, accepted, r)
 	errs = append(errs, fp.errs...)
 	c.warnings = append(c.warnings, fp.warnings...)
 	c.carves = fp.carves
@@ -265,6 +287,9 @@ func (c *compiled) rulesetFor(ctx context.Context, path string, logger *slog.Log
 	var grants []grant
 	var shown []string
 	for _, n := range ns {
+		if ig, ok := hideview.Hides(n.Path, hideview.Paths(c.served), c.ignores); ok {
+			return nil, fmt.Errorf("%s: hides %s, which the program needs", ruleRef(ig.Rule), n.Path)
+		}
 		access := uint64(fsExecute | fsReadFile)
 		if n.Dir {
 			access = accessRO

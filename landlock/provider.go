@@ -11,6 +11,8 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hidefs"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -116,7 +118,14 @@ func (p *Provider) Probe(context.Context) error {
 // documentation for the table).
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	h := p.host()
-	return capabilities(h.abi, h.seccompErr == nil, h.id)
+	c := capabilities(h.abi, h.seccompErr == nil, h.id)
+	if c != 0 && h.id == idRoot && hideview.Available() == nil {
+		// Run as root: the exposed directories ignore= rules reach are served by
+		// the filter (package hideview), which hides the ignored paths at every
+		// lookup, for the life of the sandbox.
+		c |= pysandboxes.CapHide
+	}
+	return c
 }
 
 // capabilities is what the provider enforces with Landlock ABI abi, with or
@@ -205,10 +214,18 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	}
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
 	var view *supervise.View
+	var filters *hideview.Servers
+	var viewFiles []*os.File
 	switch c.id {
 	case idRoot:
+		if len(c.served) > 0 {
+			if filters, err = hideview.Start(c.served, hideview.Paths(c.exposes), c.ignores, hidefs.IDs{UID: hostid.UID, GID: hostid.GID}, 0, logger); err != nil {
+				return nil, err
+			}
+			viewFiles = filters.Files()
+		}
 		view = &supervise.View{ReadOnly: true, IPC: true, UID: hostid.UID, GID: hostid.GID,
-			Ops: hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid()))}
+			Ops: filters.Into(hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid())))}
 		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true})
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
 	case idUserNS:
@@ -220,7 +237,13 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
 	}
-	return pysandboxes.SupervisedView(req, stages, nil, view, nil, nil)
+	l, err := pysandboxes.SupervisedView(req, stages, nil, view, viewFiles, nil)
+	if err != nil {
+		filters.Stop(0)
+		return nil, err
+	}
+	filters.Attach(l)
+	return l, nil
 }
 
 // grantedPaths lists the paths of a ruleset (the paths the program must be able
@@ -288,7 +311,14 @@ func (p *Provider) Details() []string {
 		out = append(out, "identity: NOT enforced: "+h.idErr.Error())
 	}
 	out = append(out, "not enforced by Landlock: names and metadata of paths outside the exposed directories "+
-		"(stat, readlink, xattrs, inotify), so files-meta and hide are not claimed")
+		"(stat, readlink, xattrs, inotify): files-meta is not claimed")
+	if h.id == idRoot && hideview.Available() == nil {
+		out = append(out, "ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) "+
+			"that hides the ignored names at every lookup, for the life of the sandbox")
+	} else {
+		out = append(out, "ignore=: the exposed directories are granted entry by entry around the ignored paths present at "+
+			"start (their contents unreadable, their names visible): hide is not claimed (the filter needs root)")
+	}
 	for _, example := range []string{"/usr/bin/python3", "/bin/sh"} {
 		if _, err := os.Stat(example); err != nil {
 			continue

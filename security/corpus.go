@@ -89,9 +89,10 @@ var exceptions = []Exception{
 	{Provider: "landlock", Attack: "unix-abstract", Allows: Blocked, Requires: pysandboxes.CapSignals, // ABI >= 6
 		Reason: "Landlock ABI 6 scopes abstract Unix sockets to the sandbox even without seccomp; unix-sockets is not declared then " +
 			"because named sockets of the host (unix-named) are reachable before ABI 9"},
-	{Provider: "landlock", Attack: "ignored-file", Allows: Blocked,
-		Reason: "Landlock keeps the contents of an ignored file present at start unreadable (the directory is granted entry by entry " +
-			"around it); hide is not declared because its name and metadata stay visible and files made later are not covered (ignored-meta, ignored-later)"},
+	{Provider: "*", Attack: "ignored-file", Allows: Blocked,
+		Reason: "without the filter of ignore= paths (it needs root), the contents of an ignored file present at start stay " +
+			"unreadable (Landlock grants its directory entry by entry around it; the namespace providers mask it); hide is not " +
+			"declared because its name and metadata stay visible and files made later are not covered (ignored-meta, ignored-later)"},
 	{Provider: "landlock", Attack: "tcp-denied-port", Allows: Blocked, Reason: landlockTCPReason},
 	{Provider: "firejail", Attack: "stat-outside", Allows: Blocked, Reason: firejailMetaReason},
 	{Provider: "firejail", Attack: "readlink-outside", Allows: Blocked, Reason: firejailMetaReason},

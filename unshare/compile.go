@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -61,14 +62,17 @@ type compiled struct {
 	accepted pysandboxes.Capability
 	uid, gid int
 	idmap    bool // the host's root maps the sandbox's root to other ids: idmap the exposed directories
-	hostTmp  bool
-	tmpSize  uint64
-	shmSize  uint64
-	exposes  []policy.Expose // without those under /proc
-	ignores  []policy.Ignore
-	net      *netPlan
-	seccomp  json.RawMessage  // nil without seccomp
-	bind     *supervise.Stage // Landlock TCP bind rights (nil: not restricted)
+	// served are the exposed directories the ignore= filter serves (package
+	// hideview): their ignored paths are hidden at every lookup, never masked.
+	served  []policy.Expose
+	hostTmp bool
+	tmpSize uint64
+	shmSize uint64
+	exposes []policy.Expose // without those under /proc
+	ignores []policy.Ignore
+	net     *netPlan
+	seccomp json.RawMessage  // nil without seccomp
+	bind    *supervise.Stage // Landlock TCP bind rights (nil: not restricted)
 
 	resolver *needs.Resolver
 	warnings []string
@@ -198,7 +202,10 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		}
 		c.exposes = append(c.exposes, e)
 	}
-	if sc := scanExposed(c.exposes, c.ignores); len(sc.errs) > 0 {
+	if len(c.ignores) > 0 && h.hideErr == nil {
+		c.served = hideview.Filtered(c.exposes, c.ignores)
+	}
+	if sc := scanExposed(c.unserved(), c.ignores); len(sc.errs) > 0 {
 		for _, se := range sc.errs {
 			rules := ignoreRules(c.ignores)
 			if se.rule != nil {
@@ -293,8 +300,11 @@ func (c *compiled) masked(cp *cachedPlan) []supervise.RootOp {
 		return slices.Clone(cp.ops)
 	}
 	p := cp.plan.clone()
-	sc := scanExposed(c.exposes, c.ignores)
+	sc := scanExposed(c.unserved(), c.ignores)
 	for _, h := range append(sc.hidden, globAbsolute(c.ignores)...) {
+		if c.isServed(h.path) {
+			continue // the filter hides it
+		}
 		maskPath(p, h.path)
 	}
 	return p.ops()
@@ -337,6 +347,9 @@ func (c *compiled) rootFor(ctx context.Context, path string, logger *slog.Logger
 	}
 	var shown []string
 	for _, n := range ns {
+		if ig, ok := hideview.Hides(n.Path, hideview.Paths(c.served), c.ignores); ok {
+			return nil, fmt.Errorf("%s: hides %s, which the program needs", ruleRef(ig.Rule), n.Path)
+		}
 		if within(n.Path, "/proc") || ignored(n.Path) {
 			continue
 		}
@@ -429,12 +442,33 @@ func maskPath(p *rootPlan, q string) {
 	}
 }
 
+// unserved are the exposed directories the ignore= filter does not serve.
+func (c *compiled) unserved() []policy.Expose {
+	var out []policy.Expose
+	for _, e := range c.exposes {
+		if !slices.ContainsFunc(c.served, func(s policy.Expose) bool { return s.Path == e.Path }) {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// isServed reports whether path lies in a directory the filter serves.
+func (c *compiled) isServed(path string) bool {
+	for _, e := range c.served {
+		if hideview.Within(path, e.Path) {
+			return true
+		}
+	}
+	return false
+}
+
 // view returns the host view the outer supervisor makes before the namespaces,
 // or nil: run as root with the sandbox's root mapped to other ids, the exposed
 // directories idmapped (the host's files there are the sandbox root's), and the
 // directories that uid could not traverse on the way to a bind idmapped
 // read-only.
-func (c *compiled) view(ops []supervise.RootOp) *supervise.View {
+func (c *compiled) view(ops []supervise.RootOp, filters *hideview.Servers) *supervise.View {
 	if !c.idmap || c.uid == os.Geteuid() {
 		return nil
 	}
@@ -445,7 +479,7 @@ func (c *compiled) view(ops []supervise.RootOp) *supervise.View {
 		}
 	}
 	return &supervise.View{UID: uint32(c.uid), GID: uint32(c.gid),
-		Ops: hostid.Idmapped(c.exposes, sources, uint32(os.Geteuid()), uint32(os.Getegid()))}
+		Ops: filters.Into(hostid.Idmapped(c.exposes, sources, uint32(os.Geteuid()), uint32(os.Getegid())))}
 }
 
 // exposedUnder reports whether an exposed directory is dir or lies beneath it.

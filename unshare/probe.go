@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -24,6 +25,7 @@ type hostState struct {
 	unprivileged bool  // an unprivileged user could run it here too
 	idmap        bool  // run as root: the sandbox's root is hostid.UID, the exposed directories idmapped
 	idErr        error // why the sandbox's root would hold a host identity (nil: it does not)
+	hideErr      error // why ignore= cannot hold over time here (nil: the filter serves the exposed directories)
 }
 
 // namespaceFiles are the namespaces the sandbox needs, with the kernel option
@@ -109,6 +111,10 @@ func probeHost(ctx context.Context) hostState {
 				h.idmap = true
 			}
 		}
+	}
+	h.hideErr = hideview.Available()
+	if h.hideErr == nil && !h.idmap {
+		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a sandbox whose root is another uid")
 	}
 	h.unprivileged = os.Geteuid() != 0 || limits == ""
 	h.netErr = netfilter.Available(ctx)

@@ -10,6 +10,8 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/hidefs"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
@@ -54,7 +56,7 @@ func capabilities(h hostState) pysandboxes.Capability {
 	if h.err != nil {
 		return 0
 	}
-	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
+	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite |
 		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
 		pysandboxes.CapSignals | pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
 	if h.seccompErr == nil {
@@ -62,6 +64,10 @@ func capabilities(h hostState) pysandboxes.Capability {
 	}
 	if h.unprivileged {
 		c |= pysandboxes.CapUnprivileged
+	}
+	if h.hideErr == nil {
+		// ignore= paths hidden at every lookup, by the filter (package hideview).
+		c |= pysandboxes.CapHide
 	}
 	if h.idErr == nil {
 		// Run as root, the sandbox's root is an unprivileged host uid; run
@@ -142,7 +148,13 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: dir})
 	ready := c.net.ready()
 	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Wait: ready != nil, Root: ops}
-	view := c.view(ops)
+	var filters *hideview.Servers
+	if len(c.served) > 0 {
+		if filters, err = hideview.Start(c.served, hideview.Paths(c.exposes), c.ignores, hidefs.IDs{UID: uint32(c.uid), GID: uint32(c.gid)}, 0, logger); err != nil {
+			return nil, err
+		}
+	}
+	view := c.view(ops, filters)
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}, {Kind: supervise.StageDropCapabilities}}
 	if c.bind != nil {
 		stages = append(stages, *c.bind)
@@ -150,7 +162,17 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
 	}
-	return pysandboxes.SupervisedView(req, stages, ns, view, nil, ready)
+	var viewFiles []*os.File
+	if filters != nil {
+		viewFiles = filters.Files()
+	}
+	l, err := pysandboxes.SupervisedView(req, stages, ns, view, viewFiles, ready)
+	if err != nil {
+		filters.Stop(0)
+		return nil, err
+	}
+	filters.Attach(l)
+	return l, nil
 }
 
 // Details describes what the provider does on this host, one line each, for
@@ -169,7 +191,8 @@ func (p *Provider) Details() []string {
 			"full, random, urandom and tty of the host and a private /dev/shm; no /sys, no host /run; /tmp only when the " +
 			"policy exposes it (a private tmpfs unless unshare.host-tmp=yes); /etc/hosts with localhost when the policy " +
 			"exposes none",
-		"ignore=: every ignored path the sandbox would see (in the exposed directories, other hard links to an ignored " +
+		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
+			"every ignored path present at start the sandbox would see (in the exposed directories, other hard links to an ignored " +
 			"file, absolute patterns anywhere) is masked by an empty file or directory of mode 0 (reading it: EACCES)",
 		"the program: no capability (empty bounding set), no_new_privs, resource limits",
 	}

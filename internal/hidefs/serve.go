@@ -289,6 +289,14 @@ func (s *server) awaitInit(ctx context.Context, buf []byte) (int, error) {
 	}
 }
 
+// aborted reports a connection that the kernel ended: /dev/fuse polls as an
+// error then.
+func (s *server) aborted() bool {
+	fds := []unix.PollFd{{Fd: int32(s.devFD), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents&(unix.POLLERR|unix.POLLHUP|unix.POLLNVAL) != 0
+}
+
 // init answers the INIT request req.
 func (s *server) init(req []byte) (Info, error) {
 	if len(req) < inHeaderSize+8 || binary.LittleEndian.Uint32(req[4:]) != opInit {
@@ -361,6 +369,13 @@ func (s *server) reader(ctx context.Context, errc chan<- error) {
 				return
 			case errors.Is(err, unix.EINTR), errors.Is(err, unix.EAGAIN), errors.Is(err, unix.ENOENT):
 				continue // ENOENT: the request was interrupted before it was read
+			}
+			if s.aborted() {
+				// The connection ended (the sandbox's mount namespace is gone)
+				// while the runtime's poller took the descriptor: its read fails
+				// with another error than ENODEV ("not pollable").
+				end(nil)
+				return
 			}
 			end(fmt.Errorf("hidefs: read /dev/fuse: %w", err))
 			return

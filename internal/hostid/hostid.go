@@ -133,6 +133,14 @@ func Writable(exposes []policy.Expose) []supervise.ViewOp {
 	return ops
 }
 
+// Sorted returns ops with parents before what lies beneath them (the order in
+// which the supervisor attaches and mounts), as Idmapped and Writable return
+// them.
+func Sorted(ops []supervise.ViewOp) []supervise.ViewOp {
+	sortOps(ops)
+	return ops
+}
+
 // sortOps puts parents before what lies beneath them (the order in which the
 // supervisor attaches the mounts).
 func sortOps(ops []supervise.ViewOp) {

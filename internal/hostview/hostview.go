@@ -32,6 +32,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -178,6 +179,9 @@ type Planner struct {
 	Extras []Extra
 	// Resolver finds what a program needs.
 	Resolver *needs.Resolver
+	// Served are the exposed directories a filter serves (package hideview): no
+	// mask is planned in them, the filter hides their ignored paths itself.
+	Served []string
 
 	mu    sync.Mutex
 	cache map[cacheKey]*implicitPlan
@@ -274,6 +278,9 @@ func (p *Planner) Plan(ctx context.Context, paths ...string) (*View, error) {
 		for _, n := range imp.needs {
 			if m, ok := v.Masked(n.Path); ok {
 				return nil, &HiddenError{Rule: m.Rule, Path: n.Path}
+			}
+			if ig, ok := hideview.Hides(n.Path, p.Served, p.Ignores); ok {
+				return nil, &HiddenError{Rule: ig.Rule, Path: n.Path}
 			}
 		}
 	}

@@ -96,7 +96,13 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 	var scanErrs []*ScanError
 	var hits []hit
 	all := map[[2]uint64][]string{}
+	served := func(path string) bool {
+		return slices.ContainsFunc(p.Served, func(s string) bool { return Within(path, s) })
+	}
 	for _, e := range p.Exposes {
+		if served(e.Path) {
+			continue // the filter hides what ignore= hides there
+		}
 		if ig, ok := policy.IgnoredByAbsolute(e.Path, p.Ignores); ok {
 			hits = append(hits, hit{path: e.Path, rule: ig.Rule})
 			continue
@@ -131,7 +137,9 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 			matches = matches[:maxGlob]
 		}
 		for _, m := range matches {
-			hits = append(hits, hit{path: m, rule: ig.Rule})
+			if !served(m) {
+				hits = append(hits, hit{path: m, rule: ig.Rule})
+			}
 		}
 	}
 	// Other hard links to an ignored file.

@@ -1843,6 +1843,9 @@ static int view_fuse(const struct rec *y, const char *path) {
 	close(t);
 	if (r < 0)
 		return VIEW_FAIL("%s: mount fuse: %s", path, errstr_into(e, perr, sizeof perr));
+	/* The server's descriptor must be the connection's last: its end then aborts
+	 * the connection. */
+	close((int)y->n[2]);
 	return 0;
 }
 
