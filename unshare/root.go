@@ -178,23 +178,6 @@ func (p *rootPlan) procReadOnly(path string) {
 	n.kind = kindRebind
 }
 
-// bindSources lists the host paths the plan binds.
-func (p *rootPlan) bindSources() []string {
-	var out []string
-	var walk func(n *node)
-	walk = func(n *node) {
-		if n.kind == kindBind {
-			out = append(out, n.src)
-		}
-		for _, c := range n.children {
-			walk(c)
-		}
-	}
-	walk(&p.root)
-	slices.Sort(out)
-	return out
-}
-
 // visible reports whether path exists in the plan (a node, or beneath a bind).
 func (p *rootPlan) visible(path string) bool {
 	if p.covered(path) != nil {
