@@ -393,6 +393,14 @@ func (s *server) reader(ctx context.Context, errc chan<- error) {
 // handle answers one request.
 func (s *server) handle(req []byte) {
 	unique := binary.LittleEndian.Uint64(req[8:])
+	// The server runs inside the host's process: a bug met while answering one
+	// request (whatever the sandbox asked) fails that request, never the host.
+	defer func() {
+		if r := recover(); r != nil {
+			s.logger.Printf("hidefs: request %d (opcode %d): %v", unique, binary.LittleEndian.Uint32(req[4:]), r)
+			s.replyError(unique, syscall.EIO)
+		}
+	}()
 	if e := reservedName(req); e != 0 {
 		s.replyError(unique, e)
 		return
