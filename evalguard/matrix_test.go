@@ -26,6 +26,10 @@ func denied(kind, name string) want   { return want{outcome: "denied", kind: kin
 func interrupted(budget string) want  { return want{outcome: "interrupted", name: budget} }
 func value(repr string) want          { return want{outcome: "value", value: repr} }
 func nameError(name string) want      { return want{outcome: "nameerror", name: name} }
+
+// failed expects the evaluation to raise an exception of the class typ (not one
+// of the guard's): the library itself refused the input.
+func failed(typ string) want { return want{outcome: "error", kind: typ} }
 func (w want) String() string {
 	return fmt.Sprintf("%s %s %s %s %s", w.outcome, w.kind, w.name, w.value, w.fix)
 }
@@ -253,6 +257,10 @@ func checkOutcome(t *testing.T, c matrixCase, r runOutcome) {
 	case "nameerror":
 		if !strings.Contains(r.Message, "'"+c.want.name+"'") {
 			t.Errorf("NameError %q", r.Message)
+		}
+	case "error":
+		if r.Type != c.want.kind {
+			t.Errorf("%s: %s, want %s", r.Type, r.Message, c.want.kind)
 		}
 	}
 }

@@ -168,6 +168,8 @@ def _writable(t):
 
 # The containers a mark looks into (their items, a dict's values).
 _SCANNED = frozenset((list, tuple, set, frozenset, bytearray))
+# Iterables that hold the items they yield.
+_HOLDERS = frozenset((list, tuple, set, frozenset, dict))
 _SCAN_MAX = 1 << 20       # objects one mark looks at, at most
 _MADE_SWEEP = 4096        # marks before the first sweep
 _MADE_WEIGHT = 1 << 22    # items looked at between sweeps, at most
@@ -181,6 +183,8 @@ _refcount = sys.getrefcount
 # marked from its reference count (only displays and comprehensions are the
 # evaluation's; fail closed).
 _RC_BASE = 3
+_RC_RET = 2
+_RC_OWN = 2
 _RC_SCAN = 3
 _RC_SWEEP = 3
 _RC_OK = True
@@ -1477,10 +1481,16 @@ class _State:
         tick = self.tick
         value = self.value
         sight = self.sight
-        held = 1 if self.made.get(id(it)) is it else 0
+        if _type(it) in _HOLDERS:
+            # Its items are held by it: the evaluation's when it is.
+            look = self.made.get(id(it)) is it
+            held = 1
+        else:
+            look = True  # an iterator, a generator: what it makes is fresh
+            held = 0
         for x in it:
             tick()
-            if _type(x) not in _WT_NO and (_type(x) in _WT_YES or _wt(_type(x))):
+            if look and _type(x) not in _WT_NO and (_type(x) in _WT_YES or _wt(_type(x))):
                 sight(x, held)
             yield x if _type(x) in _PLAIN else value(x)
 
@@ -1604,10 +1614,13 @@ class _State:
     # -- what the evaluation made (the write rule)
 
     def own_new(self, c):
-        """A container the code builds (__sb_own__: a display, a comprehension).
-        The marks are swept from tick and enter (a display runs again only in a
-        loop, a comprehension or a call) and from mark."""
-        self.made[id(c)] = c
+        """A container the code builds (__sb_own__: a display, a comprehension):
+        only this call holds it (the count also refuses the helper itself, were
+        evaluated code to reach it and hand it something else). The marks are
+        swept from tick and enter (a display runs again only in a loop, a
+        comprehension or a call) and from mark."""
+        if _refcount(c) == _RC_OWN:
+            self.made[id(c)] = c
         return c
 
     def sight(self, v, held):
@@ -1616,27 +1629,39 @@ class _State:
         an operator or a slice just made) or nothing but a container the
         evaluation made (held 1: an item or an attribute of it). The reference
         count says so exactly: from here, v is referenced by the caller's local,
-        this call's argument and getrefcount's, plus its holders (_RC_BASE is
-        checked when the module loads). Anything else (the application's data,
-        a module's registry, what a library keeps) stays not the evaluation's."""
-        m = self.made
-        if id(v) in m or not _RC_OK:
-            return
-        n = _refcount(v)
-        if n == _RC_BASE or n == _RC_BASE + held:
-            if _type(v) is memoryview:
-                o = v.obj  # a view writes into its object: the evaluation's, or nothing
-                if m.get(id(o)) is not o:
-                    return
-            self.mark(v)
+        this call's argument and getrefcount's, plus its holders (_RC_BASE;
+        ret and item count from their own frame, _RC_RET; both are checked when
+        the module loads). Anything else (the application's data, a module's
+        registry, what a library keeps) stays not the evaluation's."""
+        if id(v) not in self.made:
+            n = _refcount(v)
+            if n == _RC_BASE or n == _RC_BASE + held:
+                self.take(v)
 
-    def mark(self, v):
-        """Mark v as the evaluation's, and the containers inside it that only it
-        holds (what a call built: json.loads, copy.deepcopy...), up to
-        _SCAN_MAX objects (the rest is marked when read through a subscript, an
-        attribute or a comprehension)."""
+    def take(self, v):
+        """Mark v, and the containers inside it that only it holds (what a call
+        built: json.loads, copy.deepcopy...)."""
         m = self.made
+        t = _type(v)
+        if t is memoryview:
+            o = v.obj  # a view writes into its object: the evaluation's, or nothing
+            if m.get(id(o)) is not o:
+                return
         m[id(v)] = v
+        if t is dict:
+            n = _len(v)
+            if n > 8 or (n and not _WT_NO.issuperset(map(_type, v.values()))):
+                self.scan(v)
+        elif t in _SCANNED:
+            n = _len(v)
+            if n > 8 or (n and not _WT_NO.issuperset(map(_type, v))):
+                self.scan(v)
+
+    def scan(self, v):
+        """Mark the containers inside v (marked) that only their container
+        holds, up to _SCAN_MAX objects (the rest is marked when read through a
+        subscript, an attribute or a comprehension; beyond it, refused)."""
+        m = self.made
         stack = [v]
         budget = _SCAN_MAX
         weight = 0
@@ -1663,7 +1688,6 @@ class _State:
         self.made_weight += weight
         if _len(m) > self.made_limit or self.made_weight > _MADE_WEIGHT:
             self.sweep()
-        return v
 
     def sweep(self):
         """Drop the marks of what nothing but the marks hold any more (the marks
@@ -1679,24 +1703,28 @@ class _State:
         self.made_weight = 0
 
     def ret(self, v):
-        """What a call returns (__sb_ret__): sighted, then the value gate."""
+        """What a call returns (__sb_ret__): sighted (see sight), then the value
+        gate."""
         t = _type(v)
         if t in _PLAIN_DATA:
             return v
-        if t not in _WT_NO and (t in _WT_YES or _wt(t)):
-            self.sight(v, 0)
+        if t not in _WT_NO and (t in _WT_YES or _wt(t)) and id(v) not in self.made and _refcount(v) == _RC_RET:
+            self.take(v)
         if t in _PLAIN:
             return v
         return self.value(v)
 
     def item(self, c, k):
-        """c[k] (__sb_item__): sighted (held by c), then the value gate."""
+        """c[k] (__sb_item__): sighted (held by c, see sight), then the value
+        gate."""
         v = c[k]
         t = _type(v)
         if t in _PLAIN_DATA:
             return v
-        if t not in _WT_NO and (t in _WT_YES or _wt(t)):
-            self.sight(v, 1 if self.made.get(id(c)) is c else 0)
+        if t not in _WT_NO and (t in _WT_YES or _wt(t)) and id(v) not in self.made:
+            n = _refcount(v)
+            if n == _RC_RET or (n == _RC_RET + 1 and self.made.get(id(c)) is c):
+                self.take(v)
         if t in _PLAIN:
             return v
         return self.value(v)
@@ -1742,6 +1770,10 @@ class _State:
         t = _type(o)
         if t is _MODULE or (t not in _PLAIN and _isinstance(o, _MODULE)):
             self.module(o)
+        elif t not in _STATIC_VALUES and t not in _PLAIN:
+            # A class (or an object of a class) reached around the value gate
+            # (a for loop, unpacking) meets the class gate when it is used.
+            self.cls_check(o if _isinstance(o, type) else t)
         v = _getattr(o, n)
         if _type(v) not in _WT_NO and (_type(v) in _WT_YES or _wt(_type(v))):
             self.sight(v, 1 if self.made.get(id(o)) is o else 0)
@@ -1815,8 +1847,8 @@ class _State:
             raise self.denied(n, '', 'attribute', "'%s' is denied by the eval guard: the sub-language never sets "
                               "or deletes attributes (no eval- rule grants it)." % n)
         elif n == 'register' and _type(v) is _FUNCTION and _FN_CODE(v) is _SD_REGISTER[0] and \
-                not _involves_eval(o):
-            # The registry of a singledispatch function of a library: the
+                _type(o) is _FUNCTION and _held_by_module(o, _FN_MODULE(o), _getattr(o, '__qualname__', None)):
+            # The registry of a singledispatch function a module defines: the
             # dispatch of every caller in the process would change.
             raise self.denied('functools.singledispatch', '', 'write', "evaluated code cannot register an "
                               "implementation on a singledispatch function it did not make: the whole process "
@@ -1873,6 +1905,10 @@ class _State:
                 self.cls_check(v)
             else:
                 self.cls_check(t)
+        if t is _METHOD and _type(v.__self__) is _State and v.__func__ in _HELPER_FUNCS:
+            k = _HELPER_FUNCS[v.__func__]
+            raise self.denied(k, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers are not "
+                              "values evaluated code may hold (no eval- rule grants it)." % k)
         if _len(sys.modules) != _SEEN[0]:
             _refresh()
         f = v.__func__ if t is _METHOD else v
@@ -2462,7 +2498,8 @@ class _State:
     def supplied(self, ns):
         """Note the values of a namespace the application supplied (names, the
         caller's globals or locals): a module among them passes the module gate,
-        a class among them is the application's (the class gate trusts it).
+        a class among them, or the class of an object among them, is the
+        application's (the class gate trusts it).
         Nothing is walked: what evaluated code may write into is decided by what
         it made (see sight)."""
         top = self.top
@@ -2472,6 +2509,9 @@ class _State:
             return  # a mapping evaluated code passed as locals
         for v in values:
             top[id(v)] = v
+            t = _type(v)
+            if _TYPE_FLAGS(t) & _HEAPTYPE:
+                top[id(t)] = t  # the class of an object the application supplied is the application's
 
     def execute(self, code, ns, locals_, mode, writable):
         if locals_ is not None and locals_ is not ns:
@@ -3101,8 +3141,8 @@ def _defines(C, k, v, mro):
     """True when the dunder k of the class C (its own __dict__ holds v) is
     behaviour the code chose rather than the library's own implementation of
     that special method: the same object a base class holds under k, a
-    function or built-in of the library named k (or the alias of one of this
-    class's special methods, or a standard installation, _STANDARD), data
+    function or built-in of the library named k (or the alias of one of its
+    bases' special methods, or a standard installation, _STANDARD), data
     (neither callable nor a descriptor), the descriptors type() makes for
     __dict__ and __weakref__."""
     t = _type(v)
@@ -3124,7 +3164,7 @@ def _defines(C, k, v, mro):
     if name == k:
         return False
     if _is_dunder(name):
-        for B in mro:
+        for B in mro[1:]:
             if _TYPE_DICT(B).get(name) is v:
                 return False
     mod = _FN_MODULE(f) if _type(f) is _FUNCTION else None
@@ -3135,12 +3175,15 @@ def _registered(C):
     """True when the class C is the one its module holds under its qualified
     name (a class a module defines: evaluated code cannot bind names in a
     module, nor in sys.modules)."""
-    d = _TYPE_DICT(C)
-    mod = d.get('__module__')
     try:
         qn = _TYPE_QUALNAME(C)
     except (TypeError, AttributeError):
         return False
+    return _held_by_module(C, _TYPE_DICT(C).get('__module__'), qn)
+
+
+def _held_by_module(C, mod, qn):
+    """True when the module mod holds C under the qualified name qn."""
     if _type(mod) is not str or _type(qn) is not str or '<' in qn:
         return False
     m = sys.modules.get(mod)
@@ -3538,6 +3581,7 @@ def _calibrate():
         kept = []
         st.ret(kept)
         c = st.own_new([[1]])
+        st.own_new(kept)
         st.item(c, 0)
         inner = c[0]
         held = [2]
@@ -3547,9 +3591,11 @@ def _calibrate():
         c3 = st.own_new([[4]])
         for _ in st.iter(c3):
             pass
-        ok = (_len(fresh) == 1 and made.get(id(kept)) is None and made.get(id(inner)) is inner
+        prod = st.binop('*', [5], 2)
+        ok = (_len(fresh) == 1 and made.get(id(kept)) is None and made.get(id(c)) is c
+              and made.get(id(inner)) is inner
               and made.get(id(held)) is None and made.get(id(deep[0])) is deep[0]
-              and made.get(id(c3[0])) is c3[0])
+              and made.get(id(c3[0])) is c3[0] and made.get(id(prod)) is prod)
         n = _len(made)
         del fresh
         st.sweep()
@@ -3557,6 +3603,13 @@ def _calibrate():
     except Exception:
         ok = False
     _RC_OK = ok
+    if not ok:
+        # Nothing is marked from a reference count: only displays and
+        # comprehensions are the evaluation's (fail closed).
+        _State.sight = lambda self, v, held: None
+        _State.take = lambda self, v: None
 
 
+# The functions of the helpers bound into every namespace (__sb_*).
+_HELPER_FUNCS = {f.__func__: k for k, f in _State(Profile({})).helpers.items() if _type(f) is _METHOD}
 _calibrate()
