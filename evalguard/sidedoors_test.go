@@ -345,6 +345,8 @@ func TestRuntimeFixLines(t *testing.T) {
 		{id: "attrgetter", rules: imp + "eval-import=operator", src: "import operator\nx = operator.attrgetter('__doc__')(d)[:5]", want: "{'x': 'Built'}"},
 		{id: "object.__getattribute__", rules: "eval-call=object", src: "x = object.__getattribute__(3, 'real')", want: "{'x': 3}"},
 		{id: "augmented own list", rules: declared, src: "b = list(d)\nb += [2]", want: "{'b': [1, 2]}"},
+		{id: "class made by a metaclass", rules: imp + "eval-syntax=func", src: "import abc\nA = type(abc.ABC)('A', (), {'__len__': lambda s: 3})\nx = 1", want: "{'x': 1}"},
+		{id: "make_dataclass namespace", rules: imp + "eval-syntax=func", src: "import dataclasses\nD = dataclasses.make_dataclass('D', ['a'], namespace={'__eq__': lambda s, o: True})\nx = 1", want: "{'x': 1}"},
 	}
 	pending := cases
 	for round := 0; len(pending) > 0; round++ {

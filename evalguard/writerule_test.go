@@ -33,6 +33,12 @@ var writeRule = []matrixCase{
 	caseOf("heapq_supplied", wr+"eval-import=heapq\neval-attribute=heappush", "import heapq\nheapq.heappush(rows, 0)", "exec", "{'rows': [1, 2]}", denied("write", notMade)),
 	caseOf("shuffle_supplied", wr+"eval-import=random\neval-attribute=shuffle", "import random\nrandom.shuffle(rows)", "exec", "{'rows': [1, 2]}", denied("write", notMade)),
 	caseOf("bisect_supplied", wr+"eval-import=bisect\neval-attribute=insort", "import bisect\nbisect.insort(rows, 0)", "exec", "{'rows': [1, 2]}", denied("write", notMade)),
+	caseOf("super_bound_method", wr+"eval-attribute=append\neval-call=super, type", "super(type(rows), rows).append(1)", "exec", "{'rows': type('L', (list,), {})([1])}",
+		denied("write", notMade)),
+	caseOf("readinto_supplied", wr+"eval-import=io\neval-attribute=BytesIO, readinto", "import io\nio.BytesIO(b'ab').readinto(b)", "exec", "{'b': bytearray(2)}",
+		denied("write", notMade)),
+	caseOf("array_frombytes_supplied", wr+"eval-attribute=frombytes\neval-call=bytes", "a.frombytes(bytes(4))", "exec", "{'a': __import__('array').array('i')}", denied("write", notMade)),
+	caseOf("nested_exec_locals_supplied", wr+"eval-call=exec", "exec('y = 1', {}, d)", "exec", "{'d': {}}", denied("write", notMade)),
 	caseOf("pack_into_supplied", wr+"eval-import=struct\neval-attribute=pack_into", "import struct\nstruct.pack_into('b', b, 0, 1)", "exec", "{'b': bytearray(2)}", denied("write", notMade)),
 
 	// What the code builds is its own, nested containers included.
@@ -51,6 +57,8 @@ var writeRule = []matrixCase{
 	caseOf("slice_of_own", wr+"eval-call=list, range", "l = list(range(5))\nl[1:3] = [9]\ns = l[:2]\ns[0] = 7", "exec", "", value("{'l': [0, 9, 3, 4], 's': [7, 9]}")),
 	caseOf("memoryview_of_own", wr+"eval-call=bytearray, memoryview, bytes", "b = bytearray(2)\nm = memoryview(b)\nm[0] = 1\nx = bytes(b)\ndel b, m", "exec", "",
 		value("{'x': b'\\x01\\x00'}")),
+	caseOf("readinto_own", wr+"eval-import=io\neval-attribute=BytesIO, readinto\neval-call=bytearray, bytes", "import io\nb = bytearray(2)\nn = io.BytesIO(b'ab').readinto(b)\nx = bytes(b)\ndel b",
+		"exec", "", value("{'n': 2, 'x': b'ab'}")),
 	caseOf("shuffle_own", wr+"eval-import=random\neval-attribute=shuffle\neval-call=sorted, list", "import random\nl = list(rows)\nrandom.shuffle(l)\nx = sorted(l)\ndel l", "exec",
 		"{'rows': [2, 1]}", value("{'x': [1, 2]}")),
 	caseOf("dataclass_field_of_own", wr+"eval-syntax=class\neval-import=dataclasses\neval-attribute=dataclass, items, append\neval-call=B, list",

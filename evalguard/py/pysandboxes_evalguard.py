@@ -96,7 +96,10 @@ _MUTATORS = frozenset((
     'append', 'extend', 'insert', 'pop', 'remove', 'clear', 'sort', 'reverse', 'update', 'popitem', 'setdefault',
     'add', 'discard', 'intersection_update', 'difference_update', 'symmetric_difference_update', 'appendleft',
     'extendleft', 'popleft', 'rotate', 'move_to_end', 'subtract', '__setitem__', '__delitem__', '__iadd__',
-    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__'))
+    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__', 'byteswap', 'frombytes', 'fromlist',
+    'fromunicode', 'fromfile'))
+# Methods that write into the buffer they are given (their first argument).
+_BUFFER_WRITERS = frozenset(('readinto', 'readinto1', 'recv_into', 'recvfrom_into', 'pack_into'))
 
 
 def _containers():
@@ -1789,10 +1792,16 @@ class _State:
         """The value of the attribute n of o, as evaluated code receives it."""
         if n in _MUTATORS:
             # A method that changes a container in place: refused on a container
-            # the evaluation did not make (bound), checked on its first argument
+            # the evaluation did not make (bound: the object it is bound to,
+            # super(list, rows).append too), checked on its first argument
             # (unbound: list.append(rows, x), MutableMapping.update(os.environ, d)).
-            t = _type(o)
-            if _isinstance(o, type):
+            r = o
+            tv = _type(v)
+            if tv is _BUILTIN_METHOD or tv is _METHOD_WRAPPER or tv is _METHOD:
+                b = v.__self__
+                if b is not None and _type(b) is not _MODULE and not _isinstance(b, type):
+                    r = b
+            if _isinstance(r, type):
                 if callable(v):
                     inner = self.post_value(o, n, v)
                     st = self
@@ -1802,8 +1811,20 @@ class _State:
                             raise st.not_made(obj, "'%s' would change it in place" % n)
                         return inner(obj, *a, **k)
                     return unbound
-            elif _writable(t) and self.made.get(id(o)) is not o:
-                raise self.not_made(o, "'%s' would change it in place" % n)
+            elif _writable(_type(r)) and self.made.get(id(r)) is not r:
+                raise self.not_made(r, "'%s' would change it in place" % n)
+        elif n in _BUFFER_WRITERS and callable(v):
+            # file.readinto(buf), socket.recv_into(buf), Struct.pack_into(buf,
+            # ...): the buffer is written into.
+            inner = self.post_value(o, n, v)
+            st = self
+            i = 1 if _isinstance(o, type) else 0
+
+            def writes_buffer(*a, **k):
+                if _len(a) > i and _writable(_type(a[i])):
+                    st.writable(a[i])
+                return inner(*a, **k)
+            return writes_buffer
         elif _writable(_type(v)):
             self.note_origin(o, n, v)
         return self.post_value(o, n, v)
@@ -2334,6 +2355,17 @@ class _State:
             return v(*a, **k)
         return writes
 
+    def g_writes_buffers(self, v, what):
+        """os.readv and os.preadv: every buffer they fill is the evaluation's."""
+        st = self
+
+        def writes(fd, buffers, *a, **k):
+            buffers = list(buffers)
+            for b in buffers:
+                st.writable(b)
+            return v(fd, buffers, *a, **k)
+        return writes
+
     def g_rng(self, v, what):
         """random.seed and random.setstate: refused on the generator the random
         module shares with the whole process (a random.Random of one's own may
@@ -2535,6 +2567,9 @@ class _State:
         finally:
             self.active -= 1
             _pop()
+            if not self.active and not self.depth:
+                # What it made is the application's now (and stops being kept).
+                self.made = {}
         if self.stop is not None:
             # The code swallowed an interruption (a context manager's __exit__, a
             # return in a finally block): the evaluation still ends interrupted.
@@ -2891,7 +2926,8 @@ _HELPER_SPECS = {
                                               '_add_filter')),
     'codecs': tuple((f, _CALLS_LATER) for f in ('register', 'unregister', 'register_error')),
     'os': (('putenv', _PROCESS), ('unsetenv', _PROCESS), ('chdir', _PROCESS), ('fchdir', _PROCESS),
-           ('umask', _PROCESS), ('register_at_fork', _CALLS_LATER)),
+           ('umask', _PROCESS), ('register_at_fork', _CALLS_LATER), ('readv', 'g_writes_buffers'),
+           ('preadv', 'g_writes_buffers')),
     'locale': (('setlocale', _PROCESS),),
     'socket': (('setdefaulttimeout', _PROCESS),),
     'decimal': (('setcontext', _PROCESS),),
