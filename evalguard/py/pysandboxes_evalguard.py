@@ -4,19 +4,23 @@ an eval profile (the eval-* rules of a .py-sandboxes file).
 Each source is (1) parsed by CPython's own parser, (2) validated against the
 profile's sub-language (every violation is collected into one report, each with
 a paste-ready rule line), (3) rewritten so that attribute reads, calls,
-subscripts, allocating operators, augmented assignments, loops, comprehensions,
-annotations and function definitions go through runtime helpers that gate names
-and values and charge budgets, and (4) run in a namespace built from the profile.
+subscripts, displays, allocating operators, augmented assignments, loops,
+comprehensions, annotations, decorators and function definitions go through
+runtime helpers that gate names and values and charge budgets, and (4) run in a
+namespace built from the profile.
 
 The runtime gates: every attribute name (whatever reads it: o.n, getattr, a
 template field, a from-import, a helper resolving names from strings) passes the
 attribute gate (_State.gate); every module reached by any route passes the
 module gate (_State.module: eval-import, or supplied by the application; some
-modules never); what calls, subscripts and comprehensions hand to the code
-passes the value gate (_State.value), which also swaps the helpers that resolve
-names or source from strings for gated forms or refuses them (_HELPER_SPECS,
-_PATCHES); nothing the application supplied is written into (_State.writable,
-_State.augop).
+modules never); what calls, subscripts, comprehensions and decorators hand to
+the code passes the value gate (_State.value), which also swaps the helpers that
+resolve names or source from strings for gated forms or refuses them
+(_HELPER_SPECS, _PATCHES), and refuses the process-wide setters; every class
+that reaches the code passes the class gate (_State.cls_check): the special
+methods it defines need what a class statement defining them needs; the code
+writes only into what it made (_State.sight, decided from reference counts at
+the helpers, nothing walked: _State.writable, _State.augop, _State.post).
 
 Public API (standard library only, Python >= 3.11):
 
@@ -270,7 +274,8 @@ class Interrupted(BaseException):
 
 class Denied(_DeniedBase):
     """A refusal at run time: an attribute, a template field, a shim (setattr,
-    globals(), ...), a write into an object the application supplied, an import.
+    globals(), ...), a write into an object the evaluation did not make, a
+    special method a class defines, a process-wide setter, an import.
     .target is what was refused, .rule the rule key that would decide it, .kind
     the violation kind, .fix the rule line that allows it ('' when none can)."""
 
@@ -1145,7 +1150,7 @@ def _rewrite(node, cx):
         return [node, _stmt('__sb_check__', node)]
     if cls is _ast.AugAssign:
         # Every operator, every target: t op= v becomes t = __sb_augop__(op, t, v),
-        # which refuses a change in place of an object the application supplied
+        # which refuses a change in place of an object the evaluation did not make
         # and charges the allocating operators (an attribute target is refused
         # statically: the sub-language never mutates attributes).
         op = _AUG_SYMBOLS[_type(node.op)]
@@ -1543,7 +1548,7 @@ class _State:
 
     def augop(self, op, cur, v):
         """t op= v, for every operator and every target form: refused when it
-        would change in place an object the application supplied (its type
+        would change in place an object the evaluation did not make (its type
         defines the in-place dunder), charged like the operator otherwise."""
         if self.stop is not None:
             self.again()
@@ -3489,10 +3494,9 @@ def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
     except the guard's helpers (__sb_*) and __builtins__.
 
     The namespace holds __builtins__ built from eval-call (with guarded shims),
-    the helpers, and names (the caller's data: evaluated code cannot write into
-    it, or into the containers it holds, through subscripts, augmented
-    assignment or operator's setitem and in-place functions; a module it holds
-    may be used as given). Under
+    the helpers, and names (the caller's data: evaluated code writes only into
+    what it made, never into names or what they hold, by any route; a module it
+    holds may be used as given, a class it holds is trusted). Under
     eval-namespace=closed names may not hold __builtins__; under adaptive a
     __builtins__ in names is honoured as given; under caller the source runs with
     the raw builtins, unchecked and without budgets (debugging only).
