@@ -3605,6 +3605,10 @@ class _Punct:
         self.s = s
 
 
+class _Probe(list):
+    """A container with attributes, for _calibrate."""
+
+
 def _calibrate():
     """Check, on this interpreter, the reference counts the write rule relies on
     (see _State.sight): a value just made is the evaluation's, one something
@@ -3614,7 +3618,7 @@ def _calibrate():
     global _RC_OK
     ok = False
     try:
-        st = _State(compile_profile({}))
+        st = _State(compile_profile({'attribute': {'allow': ['x', 'y']}}))
         made = st.made
         st.ret(list())
         fresh = [x for x in made.values()]
@@ -3632,10 +3636,16 @@ def _calibrate():
         for _ in st.iter(c3):
             pass
         prod = st.binop('*', [5], 2)
+        holder = st.own_new(_Probe())
+        holder.x = [6]
+        attr = st.getattr(holder, 'x')
+        holder.y = held
+        st.getattr(holder, 'y')
         ok = (_len(fresh) == 1 and made.get(id(kept)) is None and made.get(id(c)) is c
               and made.get(id(inner)) is inner
               and made.get(id(held)) is None and made.get(id(deep[0])) is deep[0]
-              and made.get(id(c3[0])) is c3[0] and made.get(id(prod)) is prod)
+              and made.get(id(c3[0])) is c3[0] and made.get(id(prod)) is prod and made.get(id(holder)) is holder
+              and made.get(id(attr)) is attr and made.get(id(held)) is None)
         n = _len(made)
         del fresh
         st.sweep()
