@@ -93,9 +93,8 @@ _FUNCTION = type(_Probe.m)
 del _Probe
 # The values the value gate recognises by their names as well as by identity.
 _NAMED_TYPES = frozenset((_FUNCTION, _BUILTIN_METHOD))
-# The built-in containers whose mutating methods meet the write check (and
-# collections.deque once loaded), and those methods.
-_CONTAINERS = frozenset((list, dict, set, bytearray))
+# The methods that change a container in place: the write rule applies to the
+# object they are bound to, or to their first argument (reached unbound).
 _MUTATORS = frozenset((
     'append', 'extend', 'insert', 'pop', 'remove', 'clear', 'sort', 'reverse', 'update', 'popitem', 'setdefault',
     'add', 'discard', 'intersection_update', 'difference_update', 'symmetric_difference_update', 'appendleft',
@@ -104,14 +103,6 @@ _MUTATORS = frozenset((
     'fromunicode', 'fromfile'))
 # Methods that write into the buffer they are given (their first argument).
 _BUFFER_WRITERS = frozenset(('readinto', 'readinto1', 'recv_into', 'recvfrom_into', 'pack_into'))
-
-
-def _containers():
-    c = sys.modules.get('collections')
-    d = _getattr(c, 'deque', None) if c is not None else None
-    if _isinstance(d, type):
-        return (list, dict, set, bytearray, d)
-    return (list, dict, set, bytearray)
 
 
 # Types augmented assignment never changes in place.
@@ -195,6 +186,18 @@ _RC_OWN = 2
 _RC_SCAN = 3
 _RC_SWEEP = 3
 _RC_OK = True
+
+
+def _viewed(v, t):
+    """The object a view v (of type t) writes into, else None."""
+    if t is memoryview:
+        return v.obj
+    c = sys.modules.get('collections')
+    cm = _getattr(c, 'ChainMap', None) if c is not None else None
+    if _isinstance(cm, type) and _isinstance(v, cm):
+        maps = v.maps
+        return maps[0] if maps else maps
+    return None
 
 
 def _any_writable(items):
@@ -1651,9 +1654,11 @@ class _State:
         built: json.loads, copy.deepcopy...)."""
         m = self.made
         t = _type(v)
-        if t is memoryview:
-            o = v.obj  # a view writes into its object: the evaluation's, or nothing
-            if m.get(id(o)) is not o:
+        if t not in _WT_BASE_YES:
+            # A view writes into another object: the evaluation's, or nothing
+            # (memoryview(rows_bytes), collections.ChainMap(rows_dict)).
+            o = _viewed(v, t)
+            if o is not None and m.get(id(o)) is not o:
                 return
         m[id(v)] = v
         if t is dict:
@@ -1716,10 +1721,16 @@ class _State:
         t = _type(v)
         if t in _PLAIN_DATA:
             return v
-        if t not in _WT_NO and (t in _WT_YES or _wt(t)) and id(v) not in self.made and _refcount(v) == _RC_RET:
-            self.take(v)
-        if t in _PLAIN:
-            return v
+        if t in _WT_YES or (t not in _WT_NO and _wt(t)):
+            if id(v) not in self.made and _refcount(v) == _RC_RET:
+                self.take(v)
+            if t in _PLAIN:
+                return v
+        elif t not in _STATIC_TYPES and _TYPE_FLAGS(t) & _HEAPTYPE and id(v) not in self.made and \
+                _refcount(v) == _RC_RET:
+            # An object of a Python class just made (a dataclass's): what only
+            # it holds (an attribute a factory filled) is the evaluation's too.
+            self.made[id(v)] = v
         return self.value(v)
 
     def item(self, c, k):
@@ -3605,7 +3616,7 @@ class _Punct:
         self.s = s
 
 
-class _Probe(list):
+class _ProbeList(list):
     """A container with attributes, for _calibrate."""
 
 
@@ -3636,7 +3647,7 @@ def _calibrate():
         for _ in st.iter(c3):
             pass
         prod = st.binop('*', [5], 2)
-        holder = st.own_new(_Probe())
+        holder = st.own_new(_ProbeList())
         holder.x = [6]
         attr = st.getattr(holder, 'x')
         holder.y = held
