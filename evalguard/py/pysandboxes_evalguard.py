@@ -1410,6 +1410,7 @@ class _State:
         self.top = {}          # id -> object: the values of the namespaces the application supplied
         self.origin = {}       # id -> (object, 'sys.path'): containers read from a module, for messages
         self.judged = {}       # id -> (class, len of its __dict__, or -1 when trusted): the class gate
+        self.seen = set()      # ids of the values (other than bound methods) that passed the value gate
         self.mods_ok = set()   # ids of the modules that passed the module gate
         self.importing = 0     # > 0 while an import the code asked for runs
         self.quiet = 0         # > 0: refusals are not reported (a filtered __dict__)
@@ -1629,7 +1630,7 @@ class _State:
         only this call holds it (the count also refuses the helper itself, were
         evaluated code to reach it and hand it something else). The marks are
         swept from tick and enter (a display runs again only in a loop, a
-        comprehension or a call) and from mark."""
+        comprehension or a call) and from scan."""
         if _refcount(c) == _RC_OWN:
             self.made[id(c)] = c
         return c
@@ -1942,6 +1943,8 @@ class _State:
                 self.cls_check(v)
             else:
                 self.cls_check(t)
+        if t is not _METHOD and t is not _METHOD_WRAPPER and _len(self.seen) < _SEEN_MAX:
+            self.seen.add(id(v))  # the code holds it (see chose)
         if t is _METHOD and _type(v.__self__) is _State and v.__func__ in _HELPER_FUNCS:
             k = _HELPER_FUNCS[v.__func__]
             raise self.denied(k, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers are not "
@@ -2006,7 +2009,8 @@ class _State:
             self.cls_check(B)
         d = _TYPE_DICT(C)
         n = _len(d)
-        defined = [k for k, v in list(d.items()) if _type(k) is str and _is_dunder(k) and _defines(C, k, v, mro)]
+        chose = self.chose
+        defined = [k for k, v in list(d.items()) if _type(k) is str and _is_dunder(k) and _defines(k, v, mro, chose)]
         P = self.P
         for k in defined:
             v = P.attr_verdict(k)
@@ -2031,6 +2035,13 @@ class _State:
                                % (k, head, fix), fix)
         return self.denied(k, rule, 'frame' if k in _INTERNALS else 'reserved' if k.startswith(_RESERVED) else
                            'magic', "'%s' is denied by the eval guard: %s (no eval- rule grants it)." % (k, head))
+
+    def chose(self, v):
+        """True when evaluated code held v (see _defines): it passed the value
+        gate, it is a builtin of eval-call, the application supplied it (or the
+        record is full: then anything counts)."""
+        i = id(v)
+        return i in self.seen or self.top.get(i) is v or _len(self.seen) >= _SEEN_MAX
 
     def mutable_target(self, o, what):
         """o may be changed in place by the helper what (it sets attributes or
@@ -2510,6 +2521,7 @@ class _State:
             # eval-call: eval-import judges every module, then the Python layer.
             b['__import__'] = self.s_import
             self.own.add(id(b['__import__']))
+        self.seen.update(id(v) for v in b.values())  # the code holds them (see chose)
         # Marks a builtins dict the guard built (no source can name the key).
         b['__sb_builtins__'] = True
         self._builtins = b
@@ -3083,6 +3095,7 @@ class _FromList:
 # ---------------------------------------------------------------- the class gate's tables
 
 _HEAPTYPE = 1 << 9
+_SEEN_MAX = 1 << 16       # values a state records as held by the code (beyond: it held everything)
 _STATIC_TYPES = set()     # classes built into the interpreter or an extension (nothing can define on them)
 _STATIC_VALUES = set()    # those of them whose instances are not classes
 _TYPE_SUBCLASS = 1 << 31  # Py_TPFLAGS_TYPE_SUBCLASS
@@ -3108,13 +3121,6 @@ _META_DUNDERS = frozenset((
     '__required_keys__', '__optional_keys__', '__readonly_keys__', '__mutable_keys__', '__signature__',
     '__wrapped__', '__final__', '__protocol_attrs__', '__non_callable_proto_members__', '__orig_class__',
     '__text_signature__', '__classcell__'))
-# Special methods a standard library factory installs under another name than
-# the function's own: (dunder, function name, its module).
-_STANDARD = frozenset((
-    ('__replace__', '_replace', 'collections'), ('__replace__', '_replace', 'dataclasses'),
-    ('__getstate__', '_dataclass_getstate', 'dataclasses'), ('__setstate__', '_dataclass_setstate', 'dataclasses'),
-    ('__subclasshook__', '_proto_hook', 'typing'), ('__init__', '_no_init_or_replace_init', 'typing'),
-))
 _INERT = {}               # type -> True when its instances are neither callable nor descriptors
 
 
@@ -3189,38 +3195,46 @@ def _involves_eval(v, depth=0):
     return False
 
 
-def _defines(C, k, v, mro):
-    """True when the dunder k of the class C (its own __dict__ holds v) is
-    behaviour the code chose rather than the library's own implementation of
-    that special method: the same object a base class holds under k, a
-    function or built-in of the library named k (or the alias of one of its
-    bases' special methods, or a standard installation, _STANDARD), data
-    (neither callable nor a descriptor), the descriptors type() makes for
-    __dict__ and __weakref__."""
+def _defines(k, v, mro, chose):
+    """True when the dunder k of a class (its own __dict__ holds v, mro is its
+    __mro__) is behaviour the code chose rather than the library's own
+    implementation of that special method. The code's: a function of
+    evaluated code or anything wrapping one (a lambda, a partial, a
+    staticmethod, a property), a method bound to an object, and any object
+    the code held (chose(v): it passed the value gate, it is a builtin of
+    eval-call, the application supplied it). The library's: the object a base
+    class holds under k (or under the name of the function, an alias), a
+    function or built-in of the library named k, what the factory made itself
+    and the code never held (namedtuple's and attrs' methods, a dataclass's
+    __replace__), data (neither callable nor a descriptor), the descriptors
+    type() makes for __dict__ and __weakref__. For the metadata dunders
+    (_META_DUNDERS) only evaluated code counts."""
     t = _type(v)
     if k in _META_DUNDERS:
         return _involves_eval(v)
     if _inert(t):
         return False
-    if (t is _GETSET or t is _MEMBER) and k in ('__dict__', '__weakref__'):
-        return False
+    if t is _GETSET or t is _MEMBER:
+        # Made by type(): for __dict__ and __weakref__, or for a slot named in
+        # __slots__ (a dunder slot is the code's choice).
+        return k not in ('__dict__', '__weakref__')
     for B in mro[1:]:
         if _TYPE_DICT(B).get(k) is v:
             return False
     f = v.__func__ if (t is staticmethod or t is classmethod) else v
     if k == '__class_getitem__' and f is _GENERIC_ALIAS:
         return False
-    name = _library_name(f)
-    if name is None:
+    if _involves_eval(v):
         return True
-    if name == k:
-        return False
-    if _is_dunder(name):
-        for B in mro[1:]:
-            if _TYPE_DICT(B).get(name) is v:
-                return False
-    mod = _FN_MODULE(f) if _type(f) is _FUNCTION else None
-    return (k, name, mod) not in _STANDARD
+    name = _library_name(f)
+    if name is not None:
+        if name == k:
+            return False
+        if _is_dunder(name):
+            for B in mro[1:]:
+                if _TYPE_DICT(B).get(name) is f:
+                    return False
+    return chose(v) or chose(f)
 
 
 def _registered(C):
