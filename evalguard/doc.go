@@ -79,22 +79,25 @@
 // the application supplied, ABCMeta.__new__), types.new_class and
 // prepare_class, the functional Enum API (Enum, IntEnum, Flag...),
 // namedtuple, typing.NamedTuple, make_dataclass, dataclasses.dataclass and
-// functools.total_ordering meet the same gate. A dunder is the code's choice
-// unless it is the library's own implementation of that special method: the
-// object a base class holds under that name, a function or built-in of the
-// library bearing that name (namedtuple's __repr__, a dataclass's __eq__,
-// Enum's __new__, total_ordering's comparisons), a standard installation
-// (__replace__, __class_getitem__ as types.GenericAlias), data (neither
-// callable nor a descriptor: __hash__ = None, __slots__, __match_args__), or
-// the descriptors type() makes for __dict__ and __weakref__. Anything else
-// (a function of evaluated code, a lambda, a built-in the code picked, a bound
-// method, a partial, a property) is the code's. Metadata dunders (__doc__,
-// __module__, __annotations__, __signature__, __wrapped__...) pass unless
-// their value involves evaluated code. Trusted, and not judged: the classes a
-// module defines (reached by their qualified name in their module: evaluated
-// code cannot bind names in a module or in sys.modules), the classes the
-// application supplied and those of the objects it supplied, the classes of
-// the interpreter and of extensions.
+// functools.total_ordering meet the same gate. A dunder is defined by the
+// code when its value is the code's: a function of evaluated code or anything
+// wrapping one (a lambda, a partial, a staticmethod, a property), a method
+// bound to an object, a slot named in __slots__, or any object the code held
+// (it passed the value gate, it is a builtin of eval-call, the application
+// supplied it: `Enum('E', [('__del__', print)])`, `{'__hash__': os.getcwd}`).
+// It is the library's own implementation when it is the object a base class
+// holds under that name, a function or built-in of the library bearing that
+// name, what the factory made itself and the code never held (namedtuple's
+// and attrs' methods, a dataclass's __eq__ and __replace__, total_ordering's
+// comparisons), data (neither callable nor a descriptor: __hash__ = None,
+// __match_args__), the descriptors type() makes for __dict__ and __weakref__,
+// or types.GenericAlias as __class_getitem__. Metadata dunders (__doc__,
+// __module__, __annotations__, __signature__, __wrapped__...) are defined by
+// the code only when their value involves evaluated code. Trusted, and not
+// judged: the classes a module defines (reached by their qualified name in
+// their module: evaluated code cannot bind names in a module or in
+// sys.modules), the classes the application supplied and those of the objects
+// it supplied, the classes of the interpreter and of extensions.
 //
 // Writes: evaluated code writes only into what it made, and nothing is walked
 // to decide it. It made a display or a comprehension, what a call, an operator
@@ -239,6 +242,9 @@
 // first attribute read or instance. A dunder whose value is a library function
 // bearing that dunder's name passes as the library's implementation; one
 // reached through a non-dunder alias could be installed under its own name.
+// Which objects the code held is known from the value gate: a library object
+// it took out of a library's container without the gate (a for loop,
+// unpacking, a callback's parameter) counts as the factory's own.
 // Likewise a class changed in place by a library function other than those
 // above (a private helper, a third-party one) is judged again only when it
 // next reaches the code, and the in-place writes of a third-party function
