@@ -42,8 +42,9 @@ A profile is plain data: {'name': str, 'syntax'|'call'|'attribute'|'import'|'mag
 defaults of the eval-* rules.
 
 The guard imports only modules built into the interpreter (_ast, _string,
-_thread, _operator, marshal, sys, time), so loading it costs about a
-millisecond and never reaches the file system.
+_thread, _operator, _functools, _weakref, marshal, sys, time), so loading it
+costs about a millisecond and never reaches the file system. When it loads, it
+checks the reference counts its write rule relies on (_calibrate).
 """
 
 import sys
@@ -53,6 +54,7 @@ import _string
 import _thread
 import _operator
 import _functools
+import _weakref
 from time import monotonic as _monotonic
 
 VERSION = 1
@@ -1231,11 +1233,6 @@ def _prepare(P, source, mode, filename, tree=None):
     if vs:
         raise Rejected(vs, P.source_ref, source)
     cx = _RW()
-    if filename not in _EVAL_FILES:
-        if _len(_EVAL_FILES) >= 1024:
-            raise Rejected([_viol(0, 0, 'source', 'filename', 'too many distinct file names for evaluated code')],
-                           P.source_ref, source)
-        _EVAL_FILES.add(filename)
     try:
         tree = _rewrite(tree, cx)
         code = _compile(tree, filename, mode, 0, True)
@@ -1245,7 +1242,22 @@ def _prepare(P, source, mode, filename, tree=None):
         raise Rejected([v], P.source_ref, source) from None
     except (RecursionError, MemoryError) as e:
         raise Rejected([_deep_violation(str(e) or _type(e).__name__)], P.source_ref, source) from None
+    _note_code(code)
     return code, cx.writable
+
+
+def _note_code(code):
+    """Remember code and the code objects it holds (its functions, lambdas,
+    classes) as evaluated code's, as long as they live (see _eval_function)."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        i = id(c)
+        r = _EVAL_CODES.get(i)
+        if r is not None and r() is c:
+            continue
+        _EVAL_CODES[i] = _weakref.ref(c, lambda _, i=i: _EVAL_CODES.pop(i, None))
+        stack.extend(x for x in c.co_consts if _type(x) is _CODE)
 
 
 def check(src, profile, mode='eval'):
@@ -1410,7 +1422,7 @@ class _State:
         self.top = {}          # id -> object: the values of the namespaces the application supplied
         self.origin = {}       # id -> (object, 'sys.path'): containers read from a module, for messages
         self.judged = {}       # id -> (class, len of its __dict__, or -1 when trusted): the class gate
-        self.seen = set()      # ids of the values (other than bound methods) that passed the value gate
+        self.seen = set()      # ids of the callables and descriptors that passed the value gate (see chose)
         self.mods_ok = set()   # ids of the modules that passed the module gate
         self.importing = 0     # > 0 while an import the code asked for runs
         self.quiet = 0         # > 0: refusals are not reported (a filtered __dict__)
@@ -1943,8 +1955,14 @@ class _State:
                 self.cls_check(v)
             else:
                 self.cls_check(t)
-        if t is not _METHOD and t is not _METHOD_WRAPPER and _len(self.seen) < _SEEN_MAX:
-            self.seen.add(id(v))  # the code holds it (see chose)
+        if t is _BUILTIN_METHOD:
+            b = v.__self__
+            if (b is None or _type(b) is _MODULE or _isinstance(b, type)) and _len(self.seen) < _SEEN_MAX:
+                self.seen.add(id(v))  # the code holds it (see chose)
+        elif t is not _METHOD and t is not _METHOD_WRAPPER and not _inert(t) and _len(self.seen) < _SEEN_MAX:
+            # A callable or a descriptor the code holds (see chose); a method
+            # bound to an object is the code's choice anyway.
+            self.seen.add(id(v))
         if t is _METHOD and _type(v.__self__) is _State and v.__func__ in _HELPER_FUNCS:
             k = _HELPER_FUNCS[v.__func__]
             raise self.denied(k, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers are not "
@@ -3104,7 +3122,7 @@ _FN_GLOBALS = _FUNCTION.__dict__['__globals__'].__get__
 _FN_NAME = _FUNCTION.__dict__['__name__'].__get__
 _FN_MODULE = _FUNCTION.__dict__['__module__'].__get__
 _GUARD_GLOBALS = globals()
-_EVAL_FILES = set()       # the file names of the code the guard compiled (see _prepare)
+_EVAL_CODES = {}          # id -> weak reference: the code objects the guard compiled (see _note_code)
 _METHOD_DESCRIPTOR = type(str.upper)
 _WRAPPER_DESCRIPTOR = type(object.__init__)
 _CLASSMETHOD_DESCRIPTOR = type(dict.__dict__['fromkeys'])
@@ -3143,7 +3161,9 @@ def _eval_function(f):
     """True for a function evaluated code defined (its code was compiled by the
     guard) or one of the guard's own wrappers."""
     try:
-        return _FN_CODE(f).co_filename in _EVAL_FILES or _FN_GLOBALS(f) is _GUARD_GLOBALS
+        c = _FN_CODE(f)
+        r = _EVAL_CODES.get(id(c))
+        return (r is not None and r() is c) or _FN_GLOBALS(f) is _GUARD_GLOBALS
     except TypeError:
         return True
 
