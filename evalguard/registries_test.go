@@ -1,9 +1,6 @@
 package evalguard
 
-import (
-	"strings"
-	"testing"
-)
+import "testing"
 
 // reg: the syntax of the registry cases.
 const reg = "eval-syntax=import, assign, subscript, func, compare, arith, Delete, loop, conditional, exception\n"
@@ -99,17 +96,10 @@ var registries = []matrixCase{
 	caseOf("guard_helper_from_nested_namespace", reg+"eval-call=exec", "g = {}\nexec('y = 1', g)\nh = g['__sb_own__']", "exec", "", denied("frame", "__sb_own__").withFix(noFix)),
 	caseOf("guard_builtins_from_nested_namespace", reg+"eval-call=exec", "g = {}\nexec('y = 1', g)\nb = g['__builtins__']\nb['exec'] = 1", "exec", "", denied("write", notMade)),
 	// Nothing changed in this interpreter.
-	caseOf("nothing_changed", reg+"eval-import=sys, os, random\neval-attribute=path, modules, environ, get, getrecursionlimit, gettrace, dispatch_table, filters, random",
-		"import sys, os, copyreg, warnings\nx = ('/tmp/x' in sys.path, 'x' in sys.modules, 'json' in sys.modules, os.environ.get('EVALGUARD_X'), sys.getrecursionlimit() > 50, sys.gettrace(), O in copyreg.dispatch_table)",
+	caseOf("nothing_changed", reg+"eval-import=sys, os, copyreg\neval-attribute=path, modules, environ, get, getrecursionlimit, gettrace, dispatch_table",
+		"import sys, os, copyreg\nx = ('/tmp/x' in sys.path, 'x' in sys.modules, 'json' in sys.modules, os.environ.get('EVALGUARD_X'), sys.getrecursionlimit() > 50, sys.gettrace(), O in copyreg.dispatch_table)",
 		"exec", "{'O': O}", value("{'x': (False, False, True, None, True, None, False)}")),
 }
 
 // TestProcessRegistries: see registries.
-func TestProcessRegistries(t *testing.T) {
-	for i, c := range registries {
-		if c.id == "nothing_changed" {
-			registries[i].rules = strings.Replace(c.rules, "eval-import=sys, os, random", "eval-import=sys, os, random, copyreg, warnings", 1)
-		}
-	}
-	checkMatrix(t, registries)
-}
+func TestProcessRegistries(t *testing.T) { checkMatrix(t, registries) }
