@@ -93,8 +93,8 @@ var registries = []matrixCase{
 		"import functools\ng = functools.singledispatch(f)\ng.register(int, str)\nx = (g(1), g([]))\ndel g", "exec", "{'f': len}", value("{'x': ('1', 0)}")),
 	caseOf("nested_exec_into_supplied_dict", reg+"eval-call=exec", "exec('x = 1', d)", "exec", "{'d': {}}", denied("write", notMade)),
 	caseOf("nested_exec_own_dict", reg+"eval-call=exec", "g = {}\nexec('y = 1', g)\nx = g['y']\ndel g", "exec", "", value("{'x': 1}")),
-	caseOf("guard_helper_from_nested_namespace", reg+"eval-call=exec", "g = {}\nexec('y = 1', g)\nh = g['__sb_own__']", "exec", "", denied("frame", "__sb_own__").withFix(noFix)),
-	caseOf("guard_builtins_from_nested_namespace", reg+"eval-call=exec", "g = {}\nexec('y = 1', g)\nb = g['__builtins__']\nb['exec'] = 1", "exec", "", denied("write", notMade)),
+	caseOf("nested_namespace_holds_no_helper", reg+"eval-call=exec, sorted", "g = {}\nexec('y = 1', g)\nx = sorted(g)\ndel g", "exec", "", value("{'x': ['y']}")),
+	caseOf("nested_namespace_functions", reg+"eval-call=exec, f", "g = {}\nexec('def f():\\n return y\\ny = 2', g)\nf = g['f']\nx = f()\ndel g, f", "exec", "", value("{'x': 2}")),
 	// Nothing changed in this interpreter.
 	caseOf("nothing_changed", reg+"eval-import=sys, os, copyreg\neval-attribute=path, modules, environ, get, getrecursionlimit, gettrace, dispatch_table",
 		"import sys, os, copyreg\nx = ('/tmp/x' in sys.path, 'x' in sys.modules, 'json' in sys.modules, os.environ.get('EVALGUARD_X'), sys.getrecursionlimit() > 50, sys.gettrace(), O in copyreg.dispatch_table)",

@@ -2807,7 +2807,25 @@ class _State:
                 if d is not None and self.made.get(id(d)) is not d:
                     raise self.not_made(d, '%s() would bind names in it' % mode, 'pass a dict of its own: %s(src, '
                                         'dict(x))' % mode)
-            ns = self.inplace(g, False)  # evaluated code's own dict: nothing in it is supplied
+            # The code runs in a copy of g holding the builtins and the helpers,
+            # and what it binds is copied back: no dict the code holds ever
+            # holds the guard's helpers. (A function it defines keeps the copy
+            # as its globals.)
+            ns = self.inplace(dict(g), False)
+            self.active += 1
+            try:
+                if mode == 'eval':
+                    return _eval(code, ns, l if l is not None else ns)
+                _exec(code, ns, l if l is not None else ns)
+                return None
+            finally:
+                self.active -= 1
+                for k in [k for k in g if k not in ns]:
+                    del g[k]
+                for k, v in ns.items():
+                    if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)) and \
+                            (k not in g or g[k] is not v):
+                        g[k] = v
         self.active += 1
         try:
             if mode == 'eval':
