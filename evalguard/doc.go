@@ -124,7 +124,9 @@
 // method that fills a buffer (readinto, recv_into, pack_into),
 // operator.setitem, delitem and the i* functions, random.shuffle, heapq,
 // bisect.insort, struct.pack_into, os.readv, exec or eval binding names in a
-// dict. Its own copies (list(rows), dict(d), os.environ.copy()) are its to
+// dict (they bind only in a dict the code made: they run in a copy of it that
+// holds the guard's builtins and helpers, and bind back what they bound, so no
+// dict the code holds ever holds the guard's helpers). Its own copies (list(rows), dict(d), os.environ.copy()) are its to
 // change. An augmented assignment is charged to eval-max-alloc like its
 // operator, whatever its target; an attribute target is refused statically,
 // like every attribute store, and the sub-language never sets attributes by
