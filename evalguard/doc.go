@@ -126,16 +126,17 @@
 // bisect.insort, struct.pack_into, os.readv, exec or eval binding names in a
 // dict (they bind only in a dict the code made: they run in a copy of it that
 // holds the guard's builtins and helpers, and bind back what they bound, so no
-// dict the code holds ever holds the guard's helpers). Its own copies (list(rows), dict(d), os.environ.copy()) are its to
-// change. An augmented assignment is charged to eval-max-alloc like its
-// operator, whatever its target; an attribute target is refused statically,
-// like every attribute store, and the sub-language never sets attributes by
-// any route: setattr, __setattr__ and __delattr__ (object's, type's, super()'s)
-// are refused, and the helpers that set attributes on their argument
-// (functools.update_wrapper and wraps, total_ordering, dataclasses.dataclass,
-// abc.update_abstractmethods and abstractmethod, typing.final, no_type_check,
-// runtime_checkable, types.coroutine) only on a function or a class evaluated
-// code made (names beyond update_wrapper's defaults pass the attribute gate).
+// dict the code holds ever holds the guard's helpers). Its own copies
+// (list(rows), dict(d), os.environ.copy()) are its to change. An augmented
+// assignment is charged to eval-max-alloc like its operator, whatever its
+// target; an attribute target is refused statically, like every attribute
+// store, and the sub-language never sets attributes by any route: setattr,
+// __setattr__ and __delattr__ (object's, type's, super()'s) are refused, and
+// the helpers that set attributes on their argument (functools.update_wrapper
+// and wraps, total_ordering, dataclasses.dataclass, abc.update_abstractmethods
+// and abstractmethod, typing.final, no_type_check, runtime_checkable,
+// types.coroutine) work only on a function or a class evaluated code made
+// (names beyond update_wrapper's defaults pass the attribute gate).
 //
 // Process-wide state: what the rest of the process relies on (the
 // application, its later evaluations, the zygote) is never changed. Besides
