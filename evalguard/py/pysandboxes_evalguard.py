@@ -1675,13 +1675,22 @@ class _State:
                 return
         m[id(v)] = v
         if t is dict:
-            n = _len(v)
-            if n > 8 or (n and not _WT_NO.issuperset(map(_type, v.values()))):
-                self.scan(v)
+            items = v.values()
         elif t in _SCANNED:
-            n = _len(v)
-            if n > 8 or (n and not _WT_NO.issuperset(map(_type, v))):
-                self.scan(v)
+            items = v
+        else:
+            return
+        n = _len(v)
+        if n > 8:
+            self.scan(v)
+        elif n:
+            for x in items:
+                if _type(x) not in _WT_NO:
+                    break
+            else:
+                return  # nothing inside writes could change
+            del x  # the loop's reference would count as a holder
+            self.scan(v)
 
     def scan(self, v):
         """Mark the containers inside v (marked) that only their container
