@@ -153,18 +153,24 @@ type DeniedError struct {
 	// Rule is the rule key that decides it ("eval-attribute", "eval-magic", ...),
 	// "" when none does.
 	Rule string
-	// Kind is the kind of violation (see Violation.Kind), or one of the run-time
-	// kinds:
+	// Kind is the kind of violation (see Violation.Kind; at run time "magic" and
+	// "syntax" also name a special method a class defines, and the class
+	// definition, by whatever built the class), or one of the run-time kinds:
 	//	"import"  a module reached by any route (an attribute, a from-import,
 	//	          what a call returns, sys.modules...) that eval-import does not
 	//	          allow (Rule "eval-import"), or that no rule grants (Rule "")
-	//	"write"   a write into an object the application supplied: a subscript
-	//	          store or delete, an augmented assignment or a container method
-	//	          that would change it in place, operator.setitem and the like (no
-	//	          rule allows it)
-	//	"helper"  a helper that resolves names or source from strings and that no
-	//	          rule allows (pickle.loads, inspect.getmembers, typing's string
-	//	          types, a string annotation, types.FunctionType...)
+	//	"write"   a write into an object the evaluation did not make (the
+	//	          application's data, a module's registry such as sys.path, what a
+	//	          library handed back): a subscript store or delete, an augmented
+	//	          assignment or a container method that would change it in place,
+	//	          operator.setitem and the like; or a change of a class, a module
+	//	          or a function it did not make (functools.total_ordering,
+	//	          update_wrapper, ABCMeta.register...) (no rule allows it)
+	//	"helper"  a helper that resolves names or source from strings, or that
+	//	          changes process-wide state (sys.setrecursionlimit,
+	//	          atexit.register, signal.signal...), and that no rule allows
+	//	          (pickle.loads, inspect.getmembers, typing's string types, a
+	//	          string annotation, types.FunctionType...)
 	//	"code"    a code object the guard did not produce
 	Kind string
 	// Fix is the rule line that allows it, "" when no rule can.

@@ -13,7 +13,17 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-const realPython = "/usr/bin/python3"
+// realPython is the interpreter the tests run the guard in: /usr/bin/python3,
+// or the one EVALGUARD_TEST_PYTHON names (to run the matrices under another
+// CPython, 3.11 or later).
+var realPython = testPython()
+
+func testPython() string {
+	if p := os.Getenv("EVALGUARD_TEST_PYTHON"); p != "" {
+		return p
+	}
+	return "/usr/bin/python3"
+}
 
 func needPython(t testing.TB) {
 	t.Helper()

@@ -17,11 +17,19 @@ type want struct {
 // noFix expects a refusal no eval- rule can lift.
 const noFix = "(none)"
 
+// notMade is the target of a refused write into an object the evaluation did
+// not make (the application's data, a library's state...).
+const notMade = "an object the evaluation did not make"
+
 func rejected(kind, name string) want { return want{outcome: "rejected", kind: kind, name: name} }
 func denied(kind, name string) want   { return want{outcome: "denied", kind: kind, name: name} }
 func interrupted(budget string) want  { return want{outcome: "interrupted", name: budget} }
 func value(repr string) want          { return want{outcome: "value", value: repr} }
 func nameError(name string) want      { return want{outcome: "nameerror", name: name} }
+
+// failed expects the evaluation to raise an exception of the class typ (not one
+// of the guard's): the library itself refused the input.
+func failed(typ string) want { return want{outcome: "error", kind: typ} }
 func (w want) String() string {
 	return fmt.Sprintf("%s %s %s %s %s", w.outcome, w.kind, w.name, w.value, w.fix)
 }
@@ -148,8 +156,8 @@ var attackMatrix = []matrixCase{
 	caseOf("squaring", "eval-syntax=loop, assign, arith\neval-call=range\neval-max-alloc=1000", "x = 10\nfor i in range(60):\n x = x * x", "exec", "", interrupted("eval-max-alloc")),
 	caseOf("shift", "eval-syntax=arith", "1 << 10**9", "", "", interrupted("eval-max-alloc")),
 	caseOf("pow_builtin", "eval-syntax=arith\neval-call=pow", "pow(2, 10**9)", "", "", interrupted("eval-max-alloc")),
-	caseOf("write_into_supplied_list", "eval-syntax=assign, subscript", "rows[0] = 1", "exec", "{'rows': [0]}", denied("write", "an object the application supplied")),
-	caseOf("write_into_supplied_nested", "eval-syntax=assign, subscript", "rows[0]['a'] = 1", "exec", "{'rows': [{'a': 0}]}", denied("write", "an object the application supplied")),
+	caseOf("write_into_supplied_list", "eval-syntax=assign, subscript", "rows[0] = 1", "exec", "{'rows': [0]}", denied("write", notMade)),
+	caseOf("write_into_supplied_nested", "eval-syntax=assign, subscript", "rows[0]['a'] = 1", "exec", "{'rows': [{'a': 0}]}", denied("write", notMade)),
 	caseOf("write_into_own_list", "eval-syntax=assign, subscript", "r = [0]\nr[0] = 1", "exec", "{'rows': [0]}", value("{'r': [1]}")),
 	caseOf("traceback_frame", "eval-syntax=func, exception, arith\neval-call=f, ZeroDivisionError\neval-magic=__traceback__",
 		"def f():\n try:\n  1/0\n except ZeroDivisionError as e:\n  return e.__traceback__.tb_frame\nf()", "exec", "", rejected("frame", "tb_frame")),
@@ -249,6 +257,10 @@ func checkOutcome(t *testing.T, c matrixCase, r runOutcome) {
 	case "nameerror":
 		if !strings.Contains(r.Message, "'"+c.want.name+"'") {
 			t.Errorf("NameError %q", r.Message)
+		}
+	case "error":
+		if r.Type != c.want.kind {
+			t.Errorf("%s: %s, want %s", r.Type, r.Message, c.want.kind)
 		}
 	}
 }

@@ -211,9 +211,9 @@ var sideDoors = []matrixCase{
 	caseOf("operator_pow_allocation", imp+"eval-import=operator\neval-attribute=pow\neval-syntax=arith", "import operator\nx = operator.pow(2, 10**9)", "exec", "",
 		interrupted("eval-max-alloc")),
 	caseOf("operator_setitem_supplied", imp+"eval-import=operator\neval-attribute=setitem", "import operator\noperator.setitem(d, 0, 2)", "exec", "{'d': [1]}",
-		denied("write", "an object the application supplied")),
+		denied("write", notMade)),
 	caseOf("operator_iadd_supplied", imp+"eval-import=operator\neval-attribute=iadd", "import operator\nx = operator.iadd(d, [2])", "exec", "{'d': [1]}",
-		denied("write", "an object the application supplied")),
+		denied("write", notMade)),
 	caseOf("operator_iadd_own", imp+"eval-import=operator\neval-attribute=iadd\neval-call=list", "import operator\nx = operator.iadd(list(d), [2])", "exec", "{'d': [1]}",
 		value("{'x': [1, 2]}")),
 	caseOf("match_class_keyword_capture", "eval-syntax=Match, match_case, MatchClass, MatchAs, assign\neval-call=object, g\neval-attribute=_os, getcwd",
@@ -227,23 +227,23 @@ var sideDoors = []matrixCase{
 	// the operator and refused when it would change an object the application
 	// supplied in place (an attribute target is refused statically: the
 	// sub-language never mutates attributes).
-	caseOf("augmented_name_alias_of_supplied", "eval-syntax=assign", "b = d\nb *= 2", "exec", "{'d': [1]}", denied("write", "an object the application supplied").withFix(noFix)),
-	caseOf("augmented_name_supplied", "eval-syntax=assign", "d += [2]", "exec", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("augmented_set_or", "eval-syntax=assign", "b = s\nb |= {2}", "exec", "{'s': {1}}", denied("write", "an object the application supplied")),
-	caseOf("augmented_set_sub", "eval-syntax=assign", "b = s\nb -= {1}", "exec", "{'s': {1}}", denied("write", "an object the application supplied")),
-	caseOf("augmented_set_and", "eval-syntax=assign\neval-call=set", "b = s\nb &= set()", "exec", "{'s': {1}}", denied("write", "an object the application supplied")),
-	caseOf("augmented_set_xor", "eval-syntax=assign", "b = s\nb ^= {1}", "exec", "{'s': {1}}", denied("write", "an object the application supplied")),
-	caseOf("augmented_dict_or", "eval-syntax=assign", "b = d\nb |= {'k': 1}", "exec", "{'d': {}}", denied("write", "an object the application supplied")),
-	caseOf("augmented_subscript_nested_supplied", "eval-syntax=assign, subscript", "x = {'a': d}\nx['a'] += [2]", "exec", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("augmented_subscript_supplied_container", "eval-syntax=assign, subscript", "d[0] += 1", "exec", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("augmented_parameter_supplied", "eval-syntax=assign, func\neval-call=f", "def f(b):\n b += [1]\nf(d)", "exec", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("augmented_supplied_in_nested_exec", "eval-syntax=assign\neval-call=exec", "exec('b += [1]', {'b': d})", "exec", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("method_extend_supplied", "eval-syntax=assign\neval-attribute=extend", "b = d\nb.extend([2])", "exec", "{'d': [1]}", denied("write", "an object the application supplied").withFix(noFix)),
-	caseOf("method_unbound_append_supplied", "eval-call=list\neval-attribute=append", "list.append(d, 2)", "", "{'d': [1]}", denied("write", "an object the application supplied")),
-	caseOf("method_dict_pop_supplied", "eval-syntax=subscript\neval-attribute=pop", "d['k'].pop()", "", "{'d': {'k': [1]}}", denied("write", "an object the application supplied")),
-	caseOf("method_deque_supplied", "eval-attribute=appendleft", "q.appendleft(0)", "", "{'q': __import__('collections').deque([1])}", denied("write", "an object the application supplied")),
+	caseOf("augmented_name_alias_of_supplied", "eval-syntax=assign", "b = d\nb *= 2", "exec", "{'d': [1]}", denied("write", notMade).withFix(noFix)),
+	caseOf("augmented_name_supplied", "eval-syntax=assign", "d += [2]", "exec", "{'d': [1]}", denied("write", notMade)),
+	caseOf("augmented_set_or", "eval-syntax=assign", "b = s\nb |= {2}", "exec", "{'s': {1}}", denied("write", notMade)),
+	caseOf("augmented_set_sub", "eval-syntax=assign", "b = s\nb -= {1}", "exec", "{'s': {1}}", denied("write", notMade)),
+	caseOf("augmented_set_and", "eval-syntax=assign\neval-call=set", "b = s\nb &= set()", "exec", "{'s': {1}}", denied("write", notMade)),
+	caseOf("augmented_set_xor", "eval-syntax=assign", "b = s\nb ^= {1}", "exec", "{'s': {1}}", denied("write", notMade)),
+	caseOf("augmented_dict_or", "eval-syntax=assign", "b = d\nb |= {'k': 1}", "exec", "{'d': {}}", denied("write", notMade)),
+	caseOf("augmented_subscript_nested_supplied", "eval-syntax=assign, subscript", "x = {'a': d}\nx['a'] += [2]", "exec", "{'d': [1]}", denied("write", notMade)),
+	caseOf("augmented_subscript_supplied_container", "eval-syntax=assign, subscript", "d[0] += 1", "exec", "{'d': [1]}", denied("write", notMade)),
+	caseOf("augmented_parameter_supplied", "eval-syntax=assign, func\neval-call=f", "def f(b):\n b += [1]\nf(d)", "exec", "{'d': [1]}", denied("write", notMade)),
+	caseOf("augmented_supplied_in_nested_exec", "eval-syntax=assign\neval-call=exec", "exec('b += [1]', {'b': d})", "exec", "{'d': [1]}", denied("write", notMade)),
+	caseOf("method_extend_supplied", "eval-syntax=assign\neval-attribute=extend", "b = d\nb.extend([2])", "exec", "{'d': [1]}", denied("write", notMade).withFix(noFix)),
+	caseOf("method_unbound_append_supplied", "eval-call=list\neval-attribute=append", "list.append(d, 2)", "", "{'d': [1]}", denied("write", notMade)),
+	caseOf("method_dict_pop_supplied", "eval-syntax=subscript\neval-attribute=pop", "d['k'].pop()", "", "{'d': {'k': [1]}}", denied("write", notMade)),
+	caseOf("method_deque_supplied", "eval-attribute=appendleft", "q.appendleft(0)", "", "{'q': __import__('collections').deque([1])}", denied("write", notMade)),
 	caseOf("method_methodcaller_supplied", imp+"eval-import=operator\neval-attribute=methodcaller, sort", "import operator\noperator.methodcaller('sort')(d)", "exec", "{'d': [2, 1]}",
-		denied("write", "an object the application supplied")),
+		denied("write", notMade)),
 	caseOf("method_on_own_copy", "eval-syntax=assign\neval-call=list\neval-attribute=extend, append, get", "e = list(d)\ne.extend([2])\nlist.append(e, 3)\nx = g.get('k')", "exec", "{'d': [1], 'g': {'k': 4}}",
 		value("{'e': [1, 2, 3], 'x': 4}")),
 	caseOf("augmented_attribute", "eval-syntax=assign", "o.x += 1", "exec", "{'o': O()}", rejected("attribute", "x").withFix(noFix)),
@@ -288,24 +288,29 @@ var firstCalls = []matrixCase{
 	caseOf("first_get_field_data", imp+"eval-import=string\neval-attribute=Formatter, get_field, real",
 		"import string\nx = string.Formatter().get_field('0.real', (5,), {})", "exec", "", value("{'x': (5, 0)}")),
 
-	// A module imported anew is another object: its helpers and patches are in
-	// place before the code can use them; reload (same object, new code) is
-	// refused.
+	// A module imported anew (the application removed it from sys.modules) is
+	// another object: its helpers and patches are in place before the code can
+	// use them; reload (same object, new code) is refused.
 	caseOf("reimported_inspect", reimport+"eval-import=sys, inspect\neval-attribute=modules, getmembers",
-		"import sys, inspect\nm = sys.modules\ndel m['inspect']\nimport inspect\nx = inspect.getmembers(())", "exec", "", denied("helper", "inspect.getmembers")),
+		"import sys, inspect\nforget('inspect')\nimport inspect\nx = inspect.getmembers(())", "exec", forget, denied("helper", "inspect.getmembers")),
 	caseOf("reimported_classmethod_helper", reimport+"eval-import=sys, inspect\neval-attribute=modules, Signature, from_callable",
-		"import sys, inspect\nm = sys.modules\ndel m['inspect']\nimport inspect\nx = inspect.Signature.from_callable(f, eval_str=True)", "exec", "{'f': len}",
+		"import sys, inspect\nforget('inspect')\nimport inspect\nx = inspect.Signature.from_callable(f, eval_str=True)", "exec", "{'f': len, 'forget': __import__('sys').modules.pop}",
 		denied("helper", "inspect.Signature.from_callable")),
 	caseOf("reimported_logging", reimport+"eval-import=sys, logging\neval-attribute=modules, Formatter",
-		"import sys, logging\nm = sys.modules\ndel m['logging']\nimport logging\nf = logging.Formatter('{msg.__class__}', style='{')", "exec", "", denied("format", "__class__")),
+		"import sys, logging\nforget('logging')\nimport logging\nf = logging.Formatter('{msg.__class__}', style='{')", "exec", forget, denied("format", "__class__")),
 	caseOf("reimported_string", reimport+"eval-import=sys, string\neval-attribute=modules, Formatter, get_field",
-		"import sys, string\nm = sys.modules\ndel m['string']\nimport string\nx = string.Formatter().get_field('0.__class__', ((),), {})", "exec", "", denied("format", "__class__")),
+		"import sys, string\nforget('string')\nimport string\nx = string.Formatter().get_field('0.__class__', ((),), {})", "exec", forget, denied("format", "__class__")),
 	caseOf("reload_refused", imp+"eval-import=importlib, inspect\neval-attribute=reload", "import importlib, inspect\ninspect = importlib.reload(inspect)", "exec", "",
 		denied("helper", "importlib.reload").withFix(noFix)),
 }
 
-// reimport: the syntax the re-import cases need.
-const reimport = "eval-syntax=import, assign, subscript, Delete\n"
+// reimport: the syntax the re-import cases need; forget: a function of the
+// application that removes a module from sys.modules (evaluated code cannot
+// change sys.modules itself).
+const (
+	reimport = "eval-syntax=import, assign, subscript\neval-call=forget\n"
+	forget   = "{'forget': __import__('sys').modules.pop}"
+)
 
 // TestGuardFromFirstCall: each case runs in its own fresh interpreter (see
 // firstCalls), the re-import cases too (they rewrite sys.modules).
@@ -340,6 +345,8 @@ func TestRuntimeFixLines(t *testing.T) {
 		{id: "attrgetter", rules: imp + "eval-import=operator", src: "import operator\nx = operator.attrgetter('__doc__')(d)[:5]", want: "{'x': 'Built'}"},
 		{id: "object.__getattribute__", rules: "eval-call=object", src: "x = object.__getattribute__(3, 'real')", want: "{'x': 3}"},
 		{id: "augmented own list", rules: declared, src: "b = list(d)\nb += [2]", want: "{'b': [1, 2]}"},
+		{id: "class made by a metaclass", rules: imp + "eval-syntax=func", src: "import abc\nA = type(abc.ABC)('A', (), {'__len__': lambda s: 3})\nx = 1", want: "{'x': 1}"},
+		{id: "make_dataclass namespace", rules: imp + "eval-syntax=func", src: "import dataclasses\nD = dataclasses.make_dataclass('D', ['a'], namespace={'__eq__': lambda s, o: True})\nx = 1", want: "{'x': 1}"},
 	}
 	pending := cases
 	for round := 0; len(pending) > 0; round++ {

@@ -4,19 +4,23 @@ an eval profile (the eval-* rules of a .py-sandboxes file).
 Each source is (1) parsed by CPython's own parser, (2) validated against the
 profile's sub-language (every violation is collected into one report, each with
 a paste-ready rule line), (3) rewritten so that attribute reads, calls,
-subscripts, allocating operators, augmented assignments, loops, comprehensions,
-annotations and function definitions go through runtime helpers that gate names
-and values and charge budgets, and (4) run in a namespace built from the profile.
+subscripts, displays, allocating operators, augmented assignments, loops,
+comprehensions, annotations, decorators and function definitions go through
+runtime helpers that gate names and values and charge budgets, and (4) run in a
+namespace built from the profile.
 
 The runtime gates: every attribute name (whatever reads it: o.n, getattr, a
 template field, a from-import, a helper resolving names from strings) passes the
 attribute gate (_State.gate); every module reached by any route passes the
 module gate (_State.module: eval-import, or supplied by the application; some
-modules never); what calls, subscripts and comprehensions hand to the code
-passes the value gate (_State.value), which also swaps the helpers that resolve
-names or source from strings for gated forms or refuses them (_HELPER_SPECS,
-_PATCHES); nothing the application supplied is written into (_State.writable,
-_State.augop).
+modules never); what calls, subscripts, comprehensions and decorators hand to
+the code passes the value gate (_State.value), which also swaps the helpers that
+resolve names or source from strings for gated forms or refuses them
+(_HELPER_SPECS, _PATCHES), and refuses the process-wide setters; every class
+that reaches the code passes the class gate (_State.cls_check): the special
+methods it defines need what a class statement defining them needs; the code
+writes only into what it made (_State.sight, decided from reference counts at
+the helpers, nothing walked: _State.writable, _State.augop, _State.post).
 
 Public API (standard library only, Python >= 3.11):
 
@@ -38,8 +42,9 @@ A profile is plain data: {'name': str, 'syntax'|'call'|'attribute'|'import'|'mag
 defaults of the eval-* rules.
 
 The guard imports only modules built into the interpreter (_ast, _string,
-_thread, _operator, marshal, sys, time), so loading it costs about a
-millisecond and never reaches the file system.
+_thread, _operator, _functools, _weakref, marshal, sys, time), so loading it
+costs about a millisecond and never reaches the file system. When it loads, it
+checks the reference counts its write rule relies on (_calibrate).
 """
 
 import sys
@@ -48,6 +53,8 @@ import _ast
 import _string
 import _thread
 import _operator
+import _functools
+import _weakref
 from time import monotonic as _monotonic
 
 VERSION = 1
@@ -88,22 +95,16 @@ _FUNCTION = type(_Probe.m)
 del _Probe
 # The values the value gate recognises by their names as well as by identity.
 _NAMED_TYPES = frozenset((_FUNCTION, _BUILTIN_METHOD))
-# The built-in containers whose mutating methods meet the write check (and
-# collections.deque once loaded), and those methods.
-_CONTAINERS = frozenset((list, dict, set, bytearray))
+# The methods that change a container in place: the write rule applies to the
+# object they are bound to, or to their first argument (reached unbound).
 _MUTATORS = frozenset((
     'append', 'extend', 'insert', 'pop', 'remove', 'clear', 'sort', 'reverse', 'update', 'popitem', 'setdefault',
     'add', 'discard', 'intersection_update', 'difference_update', 'symmetric_difference_update', 'appendleft',
     'extendleft', 'popleft', 'rotate', 'move_to_end', 'subtract', '__setitem__', '__delitem__', '__iadd__',
-    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__'))
-
-
-def _containers():
-    c = sys.modules.get('collections')
-    d = _getattr(c, 'deque', None) if c is not None else None
-    if _isinstance(d, type):
-        return (list, dict, set, bytearray, d)
-    return (list, dict, set, bytearray)
+    '__imul__', '__ior__', '__iand__', '__isub__', '__ixor__', '__init__', 'byteswap', 'frombytes', 'fromlist',
+    'fromunicode', 'fromfile'))
+# Methods that write into the buffer they are given (their first argument).
+_BUFFER_WRITERS = frozenset(('readinto', 'readinto1', 'recv_into', 'recvfrom_into', 'pack_into'))
 
 
 # Types augmented assignment never changes in place.
@@ -112,6 +113,102 @@ _IMMUTABLE = frozenset((int, float, complex, str, bytes, bool, tuple, frozenset,
 # code of their own.
 _PLAIN = frozenset((int, float, complex, str, bytes, bytearray, bool, type(None), list, tuple, dict, set,
                     frozenset, range, slice, type(Ellipsis), type(NotImplemented)))
+# The plain values writes cannot change.
+_PLAIN_DATA = _PLAIN - frozenset((list, dict, set, bytearray))
+
+
+# What the evaluation made (the write rule, see _State.sight): objects of the
+# types writes can change (a subscript store or delete, an in-place operator, a
+# container method), decided per type and kept (_writable(t) is a bool).
+_TYPE_DICT = type.__dict__['__dict__'].__get__
+_TYPE_MRO = type.__dict__['__mro__'].__get__
+_TYPE_QUALNAME = type.__dict__['__qualname__'].__get__
+_TYPE_FLAGS = type.__dict__['__flags__'].__get__
+_WRITE_DUNDERS = ('__setitem__', '__delitem__', '__iadd__', '__isub__', '__imul__', '__imatmul__', '__itruediv__',
+                  '__ifloordiv__', '__imod__', '__ipow__', '__ilshift__', '__irshift__', '__ior__', '__iand__',
+                  '__ixor__')
+
+
+_WT_BASE_YES = frozenset((list, dict, set, bytearray))
+_WT_BASE_NO = frozenset((int, float, complex, str, bytes, bool, tuple, frozenset, type(None), range, slice,
+                         type(Ellipsis), type(NotImplemented), type, _METHOD, _FUNCTION, _BUILTIN_METHOD,
+                         _METHOD_WRAPPER, _MODULE))
+_WT_YES = set(_WT_BASE_YES)   # types writes can change
+_WT_NO = set(_WT_BASE_NO)     # types they cannot
+
+
+def _wt(t):
+    """True when writes can change objects of type t (not yet in _WT_YES or
+    _WT_NO): it defines __setitem__, __delitem__ or an in-place operator."""
+    w = False
+    try:
+        mro = _TYPE_MRO(t)
+    except TypeError:
+        mro = ()
+    for B in mro:
+        d = _TYPE_DICT(B)
+        for n in _WRITE_DUNDERS:
+            if n in d:
+                w = True
+                break
+        if w:
+            break
+    if _len(_WT_YES) + _len(_WT_NO) >= 4096:
+        _WT_YES.clear()
+        _WT_YES.update(_WT_BASE_YES)
+        _WT_NO.clear()
+        _WT_NO.update(_WT_BASE_NO)
+    (_WT_YES if w else _WT_NO).add(t)
+    return w
+
+
+def _writable(t):
+    return t in _WT_YES or (t not in _WT_NO and _wt(t))
+
+
+# The containers a mark looks into (their items, a dict's values).
+_SCANNED = frozenset((list, tuple, set, frozenset, bytearray))
+# Iterables that hold the items they yield.
+_HOLDERS = frozenset((list, tuple, set, frozenset, dict))
+_SCAN_MAX = 1 << 20       # objects one mark looks at, at most
+_MADE_SWEEP = 4096        # marks before the first sweep
+_MADE_WEIGHT = 1 << 22    # items looked at between sweeps, at most
+_NOT_MADE = 'an object the evaluation did not make'
+_refcount = sys.getrefcount
+# The reference counts the write rule relies on, checked when the module loads
+# (_calibrate): _RC_BASE for a value a helper got from its caller (the caller's
+# local, the argument, getrefcount's), _RC_SCAN for an item while a mark looks
+# into its container (the container, the loop variable, getrefcount's),
+# _RC_SWEEP for a marked object nothing else holds. _RC_OK false: nothing is
+# marked from its reference count (only displays and comprehensions are the
+# evaluation's; fail closed).
+_RC_BASE = 3
+_RC_RET = 2
+_RC_OWN = 2
+_RC_SCAN = 3
+_RC_SWEEP = 3
+_RC_OK = True
+
+
+def _viewed(v, t):
+    """The object a view v (of type t) writes into, else None."""
+    if t is memoryview:
+        return v.obj
+    c = sys.modules.get('collections')
+    cm = _getattr(c, 'ChainMap', None) if c is not None else None
+    if _isinstance(cm, type) and _isinstance(v, cm):
+        maps = v.maps
+        return maps[0] if maps else maps
+    return None
+
+
+def _any_writable(items):
+    """True when some item of items is of a type writes can change (the types
+    are gathered at C speed first)."""
+    for t in set(map(_type, items)):
+        if _writable(t):
+            return True
+    return False
 
 
 # ---------------------------------------------------------------- exceptions
@@ -182,7 +279,8 @@ class Interrupted(BaseException):
 
 class Denied(_DeniedBase):
     """A refusal at run time: an attribute, a template field, a shim (setattr,
-    globals(), ...), a write into an object the application supplied, an import.
+    globals(), ...), a write into an object the evaluation did not make, a
+    special method a class defines, a process-wide setter, an import.
     .target is what was refused, .rule the rule key that would decide it, .kind
     the violation kind, .fix the rule line that allows it ('' when none can)."""
 
@@ -963,6 +1061,17 @@ class _RW:
         self.writable = False
 
 
+def _key(k, old):
+    """The subscript key k as an expression: a slice (alone or in a tuple)
+    becomes a slice object."""
+    if _type(k) is _ast.Slice:
+        return _call('__sb_slice__', [k.lower or _const(None, old), k.upper or _const(None, old),
+                                      k.step or _const(None, old)], old)
+    if _type(k) is _ast.Tuple and any(_type(e) is _ast.Slice for e in k.elts):
+        return _at(_ast.Tuple(elts=[_key(e, old) for e in k.elts], ctx=_ast.Load()), k)
+    return k
+
+
 def _rewrite(node, cx):
     """Rewrite node's subtree (children first); returns the replacement (a list
     for a statement that becomes several)."""
@@ -991,7 +1100,17 @@ def _rewrite(node, cx):
             node.value = _call('__sb_writable__', [node.value], node)
             cx.writable = True
             return node
-        return _call('__sb_ret__', [node], node)
+        # c[k] is read by the helper, which knows the container: what it holds
+        # is the evaluation's when the container is (see _State.sight).
+        return _call('__sb_item__', [node.value, _key(node.slice, node)], node)
+    if (cls is _ast.List and _type(node.ctx) is _ast.Load) or cls in (_ast.Dict, _ast.Set, _ast.ListComp,
+                                                                        _ast.SetComp, _ast.DictComp):
+        # A container the code builds is its own to change (see _State.made).
+        return _call('__sb_own__', [node], node)
+    if cls in (_ast.ClassDef, _ast.FunctionDef, _ast.AsyncFunctionDef) and node.decorator_list:
+        # What a decorator returns passes the value gate (a class it changed
+        # meets the class gate again).
+        node.decorator_list = [_call('__sb_deco__', [d], d) for d in node.decorator_list]
     if cls is _ast.arg or cls is _ast.AnnAssign:
         if node.annotation is not None:
             node.annotation = _call('__sb_annot__', [node.annotation], node.annotation)
@@ -1036,7 +1155,7 @@ def _rewrite(node, cx):
         return [node, _stmt('__sb_check__', node)]
     if cls is _ast.AugAssign:
         # Every operator, every target: t op= v becomes t = __sb_augop__(op, t, v),
-        # which refuses a change in place of an object the application supplied
+        # which refuses a change in place of an object the evaluation did not make
         # and charges the allocating operators (an attribute target is refused
         # statically: the sub-language never mutates attributes).
         op = _AUG_SYMBOLS[_type(node.op)]
@@ -1053,8 +1172,7 @@ def _rewrite(node, cx):
                                              key.step or _const(None, t)], t)
             bind_c = _at(_ast.Assign(targets=[_nm('__sb_container__', t, _ast.Store())], value=t.value), node)
             bind_k = _at(_ast.Assign(targets=[_nm('__sb_key__', t, _ast.Store())], value=key), node)
-            read = _at(_ast.Subscript(value=_nm('__sb_container__', t), slice=_nm('__sb_key__', t),
-                                      ctx=_ast.Load()), t)
+            read = _call('__sb_item__', [_nm('__sb_container__', t), _nm('__sb_key__', t)], t)
             store = _at(_ast.Subscript(value=_nm('__sb_container__', t), slice=_nm('__sb_key__', t),
                                        ctx=_ast.Store()), t)
             assign = _at(_ast.Assign(targets=[store],
@@ -1124,7 +1242,22 @@ def _prepare(P, source, mode, filename, tree=None):
         raise Rejected([v], P.source_ref, source) from None
     except (RecursionError, MemoryError) as e:
         raise Rejected([_deep_violation(str(e) or _type(e).__name__)], P.source_ref, source) from None
+    _note_code(code)
     return code, cx.writable
+
+
+def _note_code(code):
+    """Remember code and the code objects it holds (its functions, lambdas,
+    classes) as evaluated code's, as long as they live (see _eval_function)."""
+    stack = [code]
+    while stack:
+        c = stack.pop()
+        i = id(c)
+        r = _EVAL_CODES.get(i)
+        if r is not None and r() is c:
+            continue
+        _EVAL_CODES[i] = _weakref.ref(c, lambda _, i=i: _EVAL_CODES.pop(i, None))
+        stack.extend(x for x in c.co_consts if _type(x) is _CODE)
 
 
 def check(src, profile, mode='eval'):
@@ -1283,9 +1416,13 @@ class _State:
         self.active = 0
         self.stop = None
         self.deadline = _monotonic() + P.timeout
-        self.supplied = None   # ids of the objects the application supplied (see supplied_ids)
-        self.sources = []      # snapshots of the namespaces the application supplied
-        self.walked = 0        # how many of them supplied holds
+        self.made = {}         # id -> object: what the evaluation made, its own to change (see sight)
+        self.made_limit = _MADE_SWEEP
+        self.made_weight = 0
+        self.top = {}          # id -> object: the values of the namespaces the application supplied
+        self.origin = {}       # id -> (object, 'sys.path'): containers read from a module, for messages
+        self.judged = {}       # id -> (class, len of its __dict__, or -1 when trusted): the class gate
+        self.seen = set()      # ids of the callables and descriptors that passed the value gate (see chose)
         self.mods_ok = set()   # ids of the modules that passed the module gate
         self.importing = 0     # > 0 while an import the code asked for runs
         self.quiet = 0         # > 0: refusals are not reported (a filtered __dict__)
@@ -1294,7 +1431,8 @@ class _State:
             '__sb_func__': self.func, '__sb_getattr__': self.getattr, '__sb_binop__': self.binop,
             '__sb_iter__': self.iter, '__sb_aiter__': self.aiter, '__sb_format__': self.format,
             '__sb_writable__': self.writable, '__sb_check__': self.check, '__sb_slice__': slice,
-            '__sb_ret__': self.value, '__sb_augop__': self.augop, '__sb_annot__': self.annot,
+            '__sb_ret__': self.ret, '__sb_augop__': self.augop, '__sb_annot__': self.annot,
+            '__sb_item__': self.item, '__sb_own__': self.own_new, '__sb_deco__': self.deco,
         }
         self.own = set(id(v) for k, v in self.helpers.items() if k != '__sb_slice__')
         self.own.add(id(self))
@@ -1324,6 +1462,11 @@ class _State:
         self.n = 0
         self.stop = None
         self.deadline = _monotonic() + self.P.timeout
+        # What earlier runs made may since have been handed to the application:
+        # a call from outside starts with nothing of its own.
+        self.made = {}
+        self.made_limit = _MADE_SWEEP
+        self.made_weight = 0
 
     def tick(self):
         if self.stop is not None:
@@ -1331,8 +1474,11 @@ class _State:
         n = self.n = self.n + 1
         if n > self.P.max_iterations:
             self.interrupt('eval-max-iterations', self.P.max_iterations)
-        if not n & 31 and _monotonic() > self.deadline:
-            self.interrupt('eval-timeout', self.P.timeout)
+        if not n & 31:
+            if _monotonic() > self.deadline:
+                self.interrupt('eval-timeout', self.P.timeout)
+            if _len(self.made) > self.made_limit:
+                self.sweep()
 
     def check(self):
         if self.stop is not None:
@@ -1348,6 +1494,8 @@ class _State:
         if self.depth >= self.P.max_call_depth:
             self.interrupt('eval-max-call-depth', self.P.max_call_depth)
         self.depth += 1
+        if _len(self.made) > self.made_limit:
+            self.sweep()
 
     def leave(self):
         if self.depth > 0:
@@ -1356,15 +1504,28 @@ class _State:
     def iter(self, it):
         tick = self.tick
         value = self.value
+        sight = self.sight
+        if _type(it) in _HOLDERS:
+            # Its items are held by it: the evaluation's when it is.
+            look = self.made.get(id(it)) is it
+            held = 1
+        else:
+            look = True  # an iterator, a generator: what it makes is fresh
+            held = 0
         for x in it:
             tick()
+            if look and _type(x) not in _WT_NO and (_type(x) in _WT_YES or _wt(_type(x))):
+                sight(x, held)
             yield x if _type(x) in _PLAIN else value(x)
 
     async def aiter(self, it):
         tick = self.tick
         value = self.value
+        sight = self.sight
         async for x in it:
             tick()
+            if _type(x) not in _WT_NO and (_type(x) in _WT_YES or _wt(_type(x))):
+                sight(x, 0)
             yield x if _type(x) in _PLAIN else value(x)
 
     def func(self, fn):
@@ -1395,22 +1556,23 @@ class _State:
         if self.stop is not None:
             self.again()
         self.charge(op, l, r)
-        return _OPS[op](l, r)
+        v = _OPS[op](l, r)
+        t = _type(v)
+        if t not in _WT_NO and (t in _WT_YES or _wt(t)):
+            self.sight(v, 0)
+        return v
 
     def augop(self, op, cur, v):
         """t op= v, for every operator and every target form: refused when it
-        would change in place an object the application supplied (its type
+        would change in place an object the evaluation did not make (its type
         defines the in-place dunder), charged like the operator otherwise."""
         if self.stop is not None:
             self.again()
         fn, dunder = _AUG_OPS[op]
         self.charge(op, cur, v)
         if _type(cur) not in _IMMUTABLE and _getattr(_type(cur), dunder, None) is not None and \
-                id(cur) in self.supplied_ids():
-            raise self.denied('an object the application supplied', '', 'write',
-                              "evaluated code cannot write into an object the application supplied: '%s' would "
-                              "change it in place (no eval- rule grants it): build a new one instead, x = x %s y"
-                              % (op, op[:-1]))
+                self.made.get(id(cur)) is not cur:
+            raise self.not_made(cur, "'%s' would change it in place" % op, 'x = x %s y' % op[:-1])
         return fn(cur, v)
 
     def charge(self, op, l, r):
@@ -1456,11 +1618,165 @@ class _State:
         return _format(v, spec)
 
     def writable(self, c):
-        if id(c) in self.supplied_ids():
-            raise self.denied('an object the application supplied', '', 'write',
-                              'evaluated code cannot write into an object the application supplied (no eval- rule '
-                              'grants it): build a new one instead')
+        """The write rule (__sb_writable__): evaluated code writes only into what
+        it made (see sight)."""
+        if self.made.get(id(c)) is not c:
+            raise self.not_made(c, 'a subscript store or delete would change it')
         return c
+
+    def not_made(self, c, how, instead='build a new one: list(x), dict(x), set(x)'):
+        """The refusal of a write into c, an object the evaluation did not make."""
+        o = self.origin.get(id(c))
+        if o is not None and o[0] is c:
+            return self.denied(o[1], '', 'write', "evaluated code cannot write into '%s': it belongs to the module "
+                               "'%s', which the rest of the process relies on; %s (no eval- rule grants it)."
+                               % (o[1], o[2], how))
+        return self.denied(_NOT_MADE, '', 'write', "evaluated code cannot write into an object it did not make (the "
+                           "application's data, a module's or a library's state, or what a library call handed "
+                           "back): %s (no eval- rule grants it): %s instead" % (how, instead))
+
+    # -- what the evaluation made (the write rule)
+
+    def own_new(self, c):
+        """A container the code builds (__sb_own__: a display, a comprehension):
+        only this call holds it (the count also refuses the helper itself, were
+        evaluated code to reach it and hand it something else). The marks are
+        swept from tick and enter (a display runs again only in a loop, a
+        comprehension or a call) and from scan."""
+        if _refcount(c) == _RC_OWN:
+            self.made[id(c)] = c
+        return c
+
+    def sight(self, v, held):
+        """v, of a type writes can change, reaches the code: it is the
+        evaluation's when nothing but the code holds it (held 0: what a call,
+        an operator or a slice just made) or nothing but a container the
+        evaluation made (held 1: an item or an attribute of it). The reference
+        count says so exactly: from here, v is referenced by the caller's local,
+        this call's argument and getrefcount's, plus its holders (_RC_BASE;
+        ret and item count from their own frame, _RC_RET; both are checked when
+        the module loads). Anything else (the application's data, a module's
+        registry, what a library keeps) stays not the evaluation's."""
+        if id(v) not in self.made:
+            n = _refcount(v)
+            if n == _RC_BASE or n == _RC_BASE + held:
+                self.take(v)
+
+    def take(self, v):
+        """Mark v, and the containers inside it that only it holds (what a call
+        built: json.loads, copy.deepcopy...)."""
+        m = self.made
+        t = _type(v)
+        if t not in _WT_BASE_YES:
+            # A view writes into another object: the evaluation's, or nothing
+            # (memoryview(rows_bytes), collections.ChainMap(rows_dict)).
+            o = _viewed(v, t)
+            if o is not None and m.get(id(o)) is not o:
+                return
+        m[id(v)] = v
+        if t is dict:
+            items = v.values()
+        elif t in _SCANNED:
+            items = v
+        else:
+            return
+        n = _len(v)
+        if n > 8:
+            self.scan(v)
+        elif n:
+            for x in items:
+                if _type(x) not in _WT_NO:
+                    break
+            else:
+                return  # nothing inside writes could change
+            del x  # the loop's reference would count as a holder
+            self.scan(v)
+
+    def scan(self, v):
+        """Mark the containers inside v (marked) that only their container
+        holds, up to _SCAN_MAX objects (the rest is marked when read through a
+        subscript, an attribute or a comprehension; beyond it, refused)."""
+        m = self.made
+        stack = [v]
+        budget = _SCAN_MAX
+        weight = 0
+        while stack and budget > 0:
+            c = stack.pop()
+            t = _type(c)
+            if t is dict:
+                items = c.values()
+            elif t in _SCANNED:
+                items = c
+            else:
+                continue
+            n = _len(c)
+            weight += n
+            budget -= n
+            if not n or (n > 32 and not _any_writable(items)):
+                continue
+            for x in items:
+                tx = _type(x)
+                if tx in _WT_NO or _refcount(x) != _RC_SCAN or not (tx in _WT_YES or _wt(tx)) or id(x) in m:
+                    continue
+                m[id(x)] = x
+                stack.append(x)
+        self.made_weight += weight
+        if _len(m) > self.made_limit or self.made_weight > _MADE_WEIGHT:
+            self.sweep()
+
+    def sweep(self):
+        """Drop the marks of what nothing but the marks hold any more (the marks
+        keep their objects alive, so an id is never reused while marked)."""
+        m = self.made
+        rc = _refcount
+        for k in list(m):
+            x = m[k]
+            if rc(x) == _RC_SWEEP:
+                del m[k]
+            del x
+        self.made_limit = max(_MADE_SWEEP, 2 * _len(m))
+        self.made_weight = 0
+
+    def ret(self, v):
+        """What a call returns (__sb_ret__): sighted (see sight), then the value
+        gate."""
+        t = _type(v)
+        if t in _PLAIN_DATA:
+            return v
+        if t in _WT_YES or (t not in _WT_NO and _wt(t)):
+            if id(v) not in self.made and _refcount(v) == _RC_RET:
+                self.take(v)
+            if t in _PLAIN:
+                return v
+        elif t not in _STATIC_TYPES and _TYPE_FLAGS(t) & _HEAPTYPE and id(v) not in self.made and \
+                _refcount(v) == _RC_RET:
+            # An object of a Python class just made (a dataclass's): what only
+            # it holds (an attribute a factory filled) is the evaluation's too.
+            self.made[id(v)] = v
+        return self.value(v)
+
+    def item(self, c, k):
+        """c[k] (__sb_item__): sighted (held by c, see sight), then the value
+        gate."""
+        v = c[k]
+        t = _type(v)
+        if t in _PLAIN_DATA:
+            return v
+        if t not in _WT_NO and (t in _WT_YES or _wt(t)) and id(v) not in self.made:
+            n = _refcount(v)
+            if n == _RC_RET or (n == _RC_RET + 1 and self.made.get(id(c)) is c):
+                self.take(v)
+        if t in _PLAIN:
+            return v
+        return self.value(v)
+
+    def deco(self, d):
+        """A decorator (__sb_deco__): what it returns passes the value gate."""
+        value = self.value
+
+        def decorate(x):
+            return value(d(x))
+        return decorate
 
     # -- names
 
@@ -1495,7 +1811,13 @@ class _State:
         t = _type(o)
         if t is _MODULE or (t not in _PLAIN and _isinstance(o, _MODULE)):
             self.module(o)
+        elif t not in _STATIC_VALUES and t not in _PLAIN:
+            # A class (or an object of a class) reached around the value gate
+            # (a for loop, unpacking) meets the class gate when it is used.
+            self.cls_check(o if _isinstance(o, type) else t)
         v = _getattr(o, n)
+        if _type(v) not in _WT_NO and (_type(v) in _WT_YES or _wt(_type(v))):
+            self.sight(v, 1 if self.made.get(id(o)) is o else 0)
         return self.post(o, n, v)
 
     def use(self, o):
@@ -1507,25 +1829,60 @@ class _State:
     def post(self, o, n, v):
         """The value of the attribute n of o, as evaluated code receives it."""
         if n in _MUTATORS:
-            # A method that changes a container in place: refused on an object
-            # the application supplied (bound), checked on its first argument
-            # (unbound, list.append(rows, x)).
-            t = _type(o)
-            if t in _CONTAINERS or (t not in _PLAIN and _isinstance(o, _containers())):
-                if id(o) in self.supplied_ids():
-                    raise self.denied('an object the application supplied', '', 'write',
-                                      "evaluated code cannot write into an object the application supplied: '%s' "
-                                      "would change it in place (no eval- rule grants it): build a new one instead"
-                                      % n)
-            elif _isinstance(o, type) and issubclass(o, _containers()) and callable(v):
-                inner = self.post_value(o, n, v)
-                st = self
+            # A method that changes a container in place: refused on a container
+            # the evaluation did not make (bound: the object it is bound to,
+            # super(list, rows).append too), checked on its first argument
+            # (unbound: list.append(rows, x), MutableMapping.update(os.environ, d)).
+            r = o
+            tv = _type(v)
+            if tv is _BUILTIN_METHOD or tv is _METHOD_WRAPPER or tv is _METHOD:
+                b = v.__self__
+                if b is not None and _type(b) is not _MODULE and not _isinstance(b, type):
+                    r = b
+            if _isinstance(r, type):
+                if callable(v):
+                    inner = self.post_value(o, n, v)
+                    st = self
 
-                def unbound(obj, *a, **k):
-                    st.writable(obj)
-                    return inner(obj, *a, **k)
-                return unbound
+                    def unbound(obj, *a, **k):
+                        if _writable(_type(obj)) and st.made.get(id(obj)) is not obj:
+                            raise st.not_made(obj, "'%s' would change it in place" % n)
+                        return inner(obj, *a, **k)
+                    return unbound
+            elif _writable(_type(r)) and self.made.get(id(r)) is not r:
+                raise self.not_made(r, "'%s' would change it in place" % n)
+        elif n in _BUFFER_WRITERS and callable(v):
+            # file.readinto(buf), socket.recv_into(buf), Struct.pack_into(buf,
+            # ...): the buffer is written into.
+            inner = self.post_value(o, n, v)
+            st = self
+            i = 1 if _isinstance(o, type) else 0
+
+            def writes_buffer(*a, **k):
+                if _len(a) > i and _writable(_type(a[i])):
+                    st.writable(a[i])
+                return inner(*a, **k)
+            return writes_buffer
+        elif _writable(_type(v)):
+            self.note_origin(o, n, v)
         return self.post_value(o, n, v)
+
+    def note_origin(self, o, n, v):
+        """Remember where a container read from a module (or a module's class)
+        comes from, for the refusal of a write into it (sys.path)."""
+        t = _type(o)
+        if t is _MODULE or _isinstance(o, _MODULE):
+            mod = _module_name(o)
+            name = '%s.%s' % (mod, n)
+        elif _isinstance(o, type):
+            mod = _TYPE_DICT(o).get('__module__')
+            name = '%s.%s.%s' % (mod, _TYPE_QUALNAME(o), n)
+        else:
+            return
+        if _type(mod) is str:
+            if _len(self.origin) >= 4096:
+                self.origin.clear()
+            self.origin[id(v)] = (v, name, mod)
 
     def post_value(self, o, n, v):
         if n == '__dict__':
@@ -1542,6 +1899,19 @@ class _State:
                 return self.unbound_alloc(o, n, v)
         elif n in _GETATTR_NAMES and callable(v):
             return self.g_getattribute(v)
+        elif n in _SETATTR_NAMES and callable(v):
+            # object.__setattr__, type.__setattr__, super().__setattr__...: the
+            # sub-language never sets attributes (a module's, a class's
+            # special methods, the application's objects).
+            raise self.denied(n, '', 'attribute', "'%s' is denied by the eval guard: the sub-language never sets "
+                              "or deletes attributes (no eval- rule grants it)." % n)
+        elif n == 'register' and _type(v) is _FUNCTION and _FN_CODE(v) is _SD_REGISTER[0] and \
+                _type(o) is _FUNCTION and _held_by_module(o, _FN_MODULE(o), _getattr(o, '__qualname__', None)):
+            # The registry of a singledispatch function a module defines: the
+            # dispatch of every caller in the process would change.
+            raise self.denied('functools.singledispatch', '', 'write', "evaluated code cannot register an "
+                              "implementation on a singledispatch function it did not make: the whole process "
+                              "dispatches through it (no eval- rule grants it).")
         C = _CARRIED_CLASSES[0]
         if C and callable(v) and (_isinstance(o, C) or (_isinstance(o, type) and issubclass(o, C))):
             # The methods of the patched formatters carry the evaluation to any
@@ -1589,6 +1959,23 @@ class _State:
                 if pn is not None:
                     via = pn + '.' + n
             return self.module(v, via)
+        if t not in _STATIC_VALUES:
+            if _isinstance(v, type):
+                self.cls_check(v)
+            else:
+                self.cls_check(t)
+        if t is _BUILTIN_METHOD:
+            b = v.__self__
+            if (b is None or _type(b) is _MODULE or _isinstance(b, type)) and _len(self.seen) < _SEEN_MAX:
+                self.seen.add(id(v))  # the code holds it (see chose)
+        elif t is not _METHOD and t is not _METHOD_WRAPPER and not _inert(t) and _len(self.seen) < _SEEN_MAX:
+            # A callable or a descriptor the code holds (see chose); a method
+            # bound to an object is the code's choice anyway.
+            self.seen.add(id(v))
+        if t is _METHOD and _type(v.__self__) is _State and v.__func__ in _HELPER_FUNCS:
+            k = _HELPER_FUNCS[v.__func__]
+            raise self.denied(k, '', 'frame', "'%s' is denied by the eval guard: the guard's own helpers are not "
+                              "values evaluated code may hold (no eval- rule grants it)." % k)
         if _len(sys.modules) != _SEEN[0]:
             _refresh()
         f = v.__func__ if t is _METHOD else v
@@ -1608,6 +1995,109 @@ class _State:
                               % (what, how))
         return _getattr(self, how)(v, what)
 
+    # -- the class gate
+
+    def cls_check(self, C):
+        """The class gate: a class evaluated code reaches (or the class of an
+        object it reaches) defines special methods only as a class statement
+        could (see cls_judge); judged once, again when its __dict__ changes."""
+        if C in _STATIC_TYPES:
+            return
+        if not _TYPE_FLAGS(C) & _HEAPTYPE:
+            _STATIC_TYPES.add(C)
+            if not _TYPE_FLAGS(C) & _TYPE_SUBCLASS:
+                _STATIC_VALUES.add(C)  # its instances are not classes: nothing to judge
+            return
+        e = self.judged.get(id(C))
+        if e is not None and e[0] is C and (e[1] < 0 or e[1] == _len(_TYPE_DICT(C))):
+            return
+        self.cls_judge(C)
+
+    def cls_judge(self, C):
+        """A class a module defines, or one the application supplied, is
+        trusted. Any other one (built by a class statement, a metaclass call,
+        types.new_class, the functional Enum API, namedtuple, make_dataclass, a
+        decorator that sets methods, ...) passes the gate of a class statement
+        for every special method it defines, whatever built it: each dunder in
+        its __dict__ that is not the library's own implementation (see
+        _defines) needs eval-magic, and the class then needs eval-syntax=class.
+        Its metaclass and its bases pass the gate too."""
+        judged = self.judged
+        if _len(judged) >= 4096:
+            judged.clear()
+        if self.top.get(id(C)) is C or _registered(C):
+            judged[id(C)] = (C, -1)
+            return
+        mro = _TYPE_MRO(C)
+        M = _type(C)
+        if M is not type:
+            self.cls_check(M)
+        for B in mro[1:]:
+            self.cls_check(B)
+        d = _TYPE_DICT(C)
+        n = _len(d)
+        chose = self.chose
+        defined = [k for k, v in list(d.items()) if _type(k) is str and _is_dunder(k) and _defines(k, v, mro, chose)]
+        P = self.P
+        for k in defined:
+            v = P.attr_verdict(k)
+            if v is not None:
+                raise self.class_denied(C, k, v[1], v[2])
+        if defined and not P.classes:
+            raise self.class_denied(C, defined[0], 'eval-syntax', P.rule('eval-syntax', 'class'))
+        judged[id(C)] = (C, n)
+
+    def class_denied(self, C, k, rule, fix):
+        try:
+            qn = _TYPE_QUALNAME(C)
+        except (TypeError, AttributeError):
+            qn = '?'
+        head = ("the class '%s' defines the special method '%s' (the interpreter calls it implicitly), and a class "
+                "that defines it passes the gate of a class statement, whatever built it" % (qn, k))
+        if rule == 'eval-syntax':
+            return self.denied('ClassDef', rule, 'syntax', "a class definition is denied by the eval guard: %s. "
+                               "Add `%s` to allow it." % (head, fix), fix)
+        if fix:
+            return self.denied(k, rule, 'magic', "'%s' is denied by the eval guard: %s. Add `%s` to allow it."
+                               % (k, head, fix), fix)
+        return self.denied(k, rule, 'frame' if k in _INTERNALS else 'reserved' if k.startswith(_RESERVED) else
+                           'magic', "'%s' is denied by the eval guard: %s (no eval- rule grants it)." % (k, head))
+
+    def chose(self, v):
+        """True when evaluated code held v (see _defines): it passed the value
+        gate, it is a builtin of eval-call, the application supplied it (or the
+        record is full: then anything counts)."""
+        i = id(v)
+        return i in self.seen or self.top.get(i) is v or _len(self.seen) >= _SEEN_MAX
+
+    def mutable_target(self, o, what):
+        """o may be changed in place by the helper what (it sets attributes or
+        special methods on it): a class or a function evaluated code made, or an
+        object it made; a class a module defines or the application supplied,
+        a module, a library's function are refused."""
+        if _isinstance(o, type):
+            if _TYPE_FLAGS(o) & _HEAPTYPE and self.top.get(id(o)) is not o and not _registered(o):
+                self.judged.pop(id(o), None)
+                return
+            try:
+                name = _TYPE_QUALNAME(o)
+            except (TypeError, AttributeError):
+                name = '?'
+        elif _type(o) is _FUNCTION and _eval_function(o) and (_FN_GLOBALS(o) is not _GUARD_GLOBALS or
+                                                             _FN_CODE(o) is _LAMBDA_CODE):
+            return
+        elif self.made.get(id(o)) is o:
+            return
+        elif _isinstance(o, _MODULE):
+            name = _module_name(o)
+        else:
+            name = _getattr(o, '__qualname__', None)
+            if _type(name) is not str:
+                name = _type(o).__name__ + ' object'
+        raise self.denied(name or '?', '', 'write', "evaluated code cannot change '%s' through %s: it did not make it "
+                          "(a class or module the process defines, or the application's) (no eval- rule grants it)."
+                          % (name, what))
+
     def module(self, m, via=None):
         """The module gate: m passes when eval-import allows its name (or the
         dotted name it is registered under and was reached by), or when the
@@ -1625,7 +2115,7 @@ class _State:
         for x in names:
             never = never or _never(x)
         ok = never is None and any(self.P.imp.allows(x) for x in names)
-        if not ok and i not in self.supplied_ids():
+        if not ok and self.top.get(i) is not m:
             shown = name if name is not None else '<module>'
             reached = " (reached as %s)" % via if via is not None and via != name else ''
             if never is not None or name is None:
@@ -1831,8 +2321,125 @@ class _State:
             if ns is not None:
                 for key in ns:
                     st.gate(key)
+            if _MAKE_DATACLASS_MODULE and 'module' not in k:
+                # The module of the class is that of the code asking (it would
+                # otherwise be the guard's, this wrapper being the caller).
+                k['module'] = _getframe(1).f_globals.get('__name__', '<eval>')
             return v(cls_name, fields, *a, **k)
         return make_dataclass
+
+    def g_mutator(self, v, what):
+        """A helper that sets attributes or special methods on its first
+        argument (functools.total_ordering, abc.update_abstractmethods,
+        typing.final...): only on what evaluated code made; a class it changed
+        passes the class gate again (what it returns, the value gate)."""
+        st = self
+
+        def mutator(o, *a, **k):
+            st.mutable_target(o, what)
+            return st.value(v(o, *a, **k))
+        return mutator
+
+    def g_dataclass(self, v, what):
+        """dataclasses.dataclass, with or without its options."""
+        st = self
+
+        def dataclass(cls=None, /, **k):
+            def wrap(c):
+                st.mutable_target(c, what)
+                return st.value(v(c, **k))
+            return wrap if cls is None else wrap(cls)
+        return dataclass
+
+    def g_update_wrapper(self, v, what):
+        """functools.update_wrapper: the wrapper is something evaluated code
+        made, and a name beyond the defaults passes the attribute gate (the
+        helper reads it from wrapped and sets it on wrapper)."""
+        st = self
+        fn = sys.modules.get('functools')
+        dflt = (_getattr(fn, 'WRAPPER_ASSIGNMENTS', ()), _getattr(fn, 'WRAPPER_UPDATES', ()))
+        raw = _getattr(fn, 'update_wrapper', None) if what.endswith('.wraps') else v
+
+        def update_wrapper(wrapper, wrapped, assigned=dflt[0], updated=dflt[1]):
+            st.mutable_target(wrapper, what)
+            assigned = tuple(assigned)
+            updated = tuple(updated)
+            for n in assigned + updated:
+                if n not in dflt[0] and n not in dflt[1]:
+                    st.gate(n)
+            return st.value(raw(wrapper, wrapped, assigned, updated))
+        if what.endswith('.wraps'):
+            def wraps(wrapped, assigned=dflt[0], updated=dflt[1]):
+                return lambda wrapper: update_wrapper(wrapper, wrapped, assigned, updated)
+            return wraps
+        return update_wrapper
+
+    def g_abc_register(self, v, what):
+        """ABCMeta.register (Sized.register(C)): a registry of the ABC; only on
+        an ABC evaluated code made."""
+        st = self
+        if _type(v) is _METHOD:
+            abc_cls = v.__self__
+
+            def register(subclass):
+                st.mutable_target(abc_cls, what)
+                return st.value(v(subclass))
+            return register
+
+        def register_unbound(cls, subclass):
+            st.mutable_target(cls, what)
+            return st.value(v(cls, subclass))
+        return register_unbound
+
+    def g_writes_arg(self, v, what):
+        """A helper that changes its first argument in place (random.shuffle,
+        heapq, bisect.insort; struct.pack_into its second): the write rule."""
+        st = self
+        i = 1 if what in _WRITES_SECOND else 0
+        if _type(v) is _FUNCTION and '.' in _getattr(v, '__qualname__', ''):
+            i += 1  # a method reached through its class (random.Random.shuffle): self comes first
+
+        def writes(*a, **k):
+            if _len(a) > i:
+                st.writable(a[i])
+            else:
+                for x in k.values():
+                    if _writable(_type(x)):
+                        st.writable(x)
+            return v(*a, **k)
+        return writes
+
+    def g_writes_buffers(self, v, what):
+        """os.readv and os.preadv: every buffer they fill is the evaluation's."""
+        st = self
+
+        def writes(fd, buffers, *a, **k):
+            buffers = list(buffers)
+            for b in buffers:
+                st.writable(b)
+            return v(fd, buffers, *a, **k)
+        return writes
+
+    def g_rng(self, v, what):
+        """random.seed and random.setstate: refused on the generator the random
+        module shares with the whole process (a random.Random of one's own may
+        be seeded)."""
+        st = self
+        shared = _getattr(sys.modules.get('random'), '_inst', None)
+
+        def check(o):
+            if o is shared and shared is not None:
+                raise st.denied(what, '', 'helper', "'%s' is denied by the eval guard: it changes the generator the "
+                                "random module shares with the whole process (no eval- rule grants it): use a "
+                                "random.Random(seed) of your own." % what)
+        if _type(v) is _METHOD:
+            check(v.__self__)
+            return v
+
+        def unbound(o, *a, **k):
+            check(o)
+            return v(o, *a, **k)
+        return unbound
 
     # -- str.format
 
@@ -1923,6 +2530,7 @@ class _State:
             'delattr': self.s_delattr, 'type': self.s_type, 'dir': self.s_dir, 'globals': self.s_globals,
             'locals': self.s_locals, 'breakpoint': self.s_breakpoint, 'pow': self.s_pow, 'format': self.s_format,
             'eval': self.s_eval, 'exec': self.s_exec, 'compile': self.s_compile, 'help': self.s_help,
+            '__build_class__': self.s_build_class,
         }
         b = {}
         for name in P.builtin_names:
@@ -1933,12 +2541,14 @@ class _State:
             elif name != '__import__':
                 b[name] = _RAW[name]
         if P.classes and '__build_class__' not in b:
-            b['__build_class__'] = _RAW['__build_class__']
+            b['__build_class__'] = self.s_build_class
+            self.own.add(id(b['__build_class__']))
         if P.import_syntax or '__import__' in P.builtin_names:
             # One import for the statements and for __import__() granted by
             # eval-call: eval-import judges every module, then the Python layer.
             b['__import__'] = self.s_import
             self.own.add(id(b['__import__']))
+        self.seen.update(id(v) for v in b.values())  # the code holds them (see chose)
         # Marks a builtins dict the guard built (no source can name the key).
         b['__sb_builtins__'] = True
         self._builtins = b
@@ -1957,57 +2567,42 @@ class _State:
             if '__builtins__' in names and self.P.namespace == 'closed':
                 raise ValueError('eval guard: names may not hold __builtins__ under eval-namespace=closed')
             ns.update(names)
-            self.sources.append(dict(names))
+            self.supplied(names)
         return ns
 
-    def inplace(self, g):
+    def inplace(self, g, app=True):
         """The caller's globals, used in place (eval-namespace=adaptive): a
         missing __builtins__ is built from eval-call, a present one is kept."""
         cur = g.get('__builtins__')
         if cur is None or (_type(cur) is dict and cur.get('__sb_builtins__') is True):
             # Missing, or left by an earlier evaluation (its shims belong to it).
             g['__builtins__'] = self.builtins()
-        self.sources.append(dict(g))  # as supplied, before the code binds anything
+        if app:
+            self.supplied(g)  # as supplied, before the code binds anything
         g.update(self.helpers)
         return g
 
-    def supplied_ids(self):
-        """The ids of the objects the application supplied (names, the caller's
-        globals and locals as they were when given, and what their containers
-        hold), which evaluated code may not write into; computed on first use,
-        then for each namespace supplied later."""
-        sup = self.supplied
-        if sup is None:
-            sup = self.supplied = set()
-        if self.walked == _len(self.sources):
-            return sup
-        stack = []
-        for src in self.sources[self.walked:]:
-            try:
-                items = list(src.items())
-            except Exception:
-                items = []  # a mapping evaluated code passed as locals
-            stack.extend(v for k, v in items
-                         if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)))
-        self.walked = _len(self.sources)
-        budget = 200000
-        while stack and budget > 0:
-            o = stack.pop()
-            i = id(o)
-            if i in sup:
-                continue
-            sup.add(i)
-            budget -= 1
-            t = _type(o)
-            if t is list or t is tuple or t is set or t is frozenset:
-                stack.extend(o)
-            elif t is dict:
-                stack.extend(o.values())
-        return sup
+    def supplied(self, ns):
+        """Note the values of a namespace the application supplied (names, the
+        caller's globals or locals): a module among them passes the module gate,
+        a class among them, or the class of an object among them, is the
+        application's (the class gate trusts it).
+        Nothing is walked: what evaluated code may write into is decided by what
+        it made (see sight)."""
+        top = self.top
+        try:
+            values = list(ns.values())
+        except Exception:
+            return  # a mapping evaluated code passed as locals
+        for v in values:
+            top[id(v)] = v
+            t = _type(v)
+            if _TYPE_FLAGS(t) & _HEAPTYPE:
+                top[id(t)] = t  # the class of an object the application supplied is the application's
 
     def execute(self, code, ns, locals_, mode, writable):
         if locals_ is not None and locals_ is not ns:
-            self.sources.append(dict(locals_) if _type(locals_) is dict else locals_)
+            self.supplied(locals_)
         _refresh()
         _push(self)
         self.active += 1
@@ -2027,6 +2622,9 @@ class _State:
         finally:
             self.active -= 1
             _pop()
+            if not self.active and not self.depth:
+                # What it made is the application's now (and stops being kept).
+                self.made = {}
         if self.stop is not None:
             # The code swallowed an interruption (a context manager's __exit__, a
             # return in a finally block): the evaluation still ends interrupted.
@@ -2089,6 +2687,11 @@ class _State:
             return []
         P = self.P
         return [n for n in dir(o[0]) if _type(n) is str and P.attr_verdict(n) is None]
+
+    def s_build_class(self, func, name, *bases, **kw):
+        """A class statement: the class it builds passes the class gate (its
+        metaclass, its bases' __init_subclass__ and what they add included)."""
+        return self.value(_RAW['__build_class__'](func, name, *bases, **kw))
 
     def s_globals(self):
         raise self.denied('globals', 'eval-call', 'call', "globals() is denied by the eval guard: it would expose "
@@ -2208,9 +2811,30 @@ class _State:
         else:
             if _type(g) is not dict:
                 raise TypeError('globals must be a dict')
-            ns = self.inplace(g)
-        if l is not None:
-            self.sources.append(dict(l) if _type(l) is dict else l)
+            # The code binds its names in g (and l): dicts the evaluation made.
+            for d in (g, l):
+                if d is not None and self.made.get(id(d)) is not d:
+                    raise self.not_made(d, '%s() would bind names in it' % mode, 'pass a dict of its own: %s(src, '
+                                        'dict(x))' % mode)
+            # The code runs in a copy of g holding the builtins and the helpers,
+            # and what it binds is copied back: no dict the code holds ever
+            # holds the guard's helpers. (A function it defines keeps the copy
+            # as its globals.)
+            ns = self.inplace(dict(g), False)
+            self.active += 1
+            try:
+                if mode == 'eval':
+                    return _eval(code, ns, l if l is not None else ns)
+                _exec(code, ns, l if l is not None else ns)
+                return None
+            finally:
+                self.active -= 1
+                for k in [k for k in g if k not in ns]:
+                    del g[k]
+                for k, v in ns.items():
+                    if k != '__builtins__' and not (_type(k) is str and k.startswith(_RESERVED)) and \
+                            (k not in g or g[k] is not v):
+                        g[k] = v
         self.active += 1
         try:
             if mode == 'eval':
@@ -2219,6 +2843,11 @@ class _State:
             return None
         finally:
             self.active -= 1
+
+
+# The code of the wrapper of a lambda evaluated code defines (_State.func).
+_LAMBDA_CODE = [c for c in _State.func.__code__.co_consts if _type(c) is _CODE and c.co_name == 'call'][0]
+_MAKE_DATACLASS_MODULE = sys.version_info >= (3, 12)
 
 
 def _alloc_width(st, o, m):
@@ -2284,6 +2913,9 @@ _ALLOC_METHODS = {
 # ---------------------------------------------------------------- the value gate's tables
 
 _GETATTR_NAMES = ('__getattribute__', '__getattr__')
+_SETATTR_NAMES = ('__setattr__', '__delattr__')
+# The code of functools.singledispatch's register (known once functools is seen).
+_SD_REGISTER = [None]
 _INPLACE_FUNCS = {
     'iadd': '+=', 'iconcat': '+=', 'isub': '-=', 'imul': '*=', 'imatmul': '@=', 'itruediv': '/=',
     'ifloordiv': '//=', 'imod': '%=', 'ipow': '**=', 'ilshift': '<<=', 'irshift': '>>=', 'ior': '|=',
@@ -2296,6 +2928,13 @@ _COPYREG = 'it changes how every object of a type is copied and pickled, process
 _MEMBERS = 'it reads every attribute of an object around the attribute gate (use dir() and getattr())'
 _FRAMES = 'it captures frames (frame capture is always refused)'
 _CODE_FACTORY = 'it builds code objects or functions from raw parts, around the rewrite and the budgets'
+_PROCESS = 'it changes state the whole process relies on (later evaluations, the application, the other threads)'
+_CALLS_LATER = ('it registers a function the process calls later, outside the evaluation (a hook, a handler, a '
+                'callback of the whole process)')
+_MODULE_WRITE = "it binds names in a module's namespace, which the rest of the process relies on"
+_REGISTRY = 'it records functions in a registry of its module, which the rest of the process relies on'
+# Helpers of g_writes_arg whose second argument is the one they change.
+_WRITES_SECOND = frozenset(('struct.pack_into',))
 
 _OPERATOR_SPECS = tuple([('attrgetter', 'g_attrgetter'), ('methodcaller', 'g_methodcaller'), ('setitem', 'g_store'),
                          ('delitem', 'g_store')]
@@ -2326,10 +2965,61 @@ _HELPER_SPECS = {
                                     'getframeinfo', 'getargvalues', 'getgeneratorlocals', 'getcoroutinelocals',
                                     'getasyncgenlocals')),
     'dataclasses': (('asdict', 'g_fields'), ('astuple', 'g_fields'), ('replace', 'g_fields'),
-                    ('make_dataclass', 'g_make_dataclass')),
+                    ('make_dataclass', 'g_make_dataclass'), ('dataclass', 'g_dataclass')),
+    'functools': (('total_ordering', 'g_mutator'), ('update_wrapper', 'g_update_wrapper'),
+                  ('wraps', 'g_update_wrapper')),
+    'abc': (('update_abstractmethods', 'g_mutator'), ('ABCMeta.register', 'g_abc_register'),
+            ('abstractmethod', 'g_mutator')),
+    'typing': (('final', 'g_mutator'), ('no_type_check', 'g_mutator'), ('runtime_checkable', 'g_mutator'),
+               ('overload', _REGISTRY), ('clear_overloads', _REGISTRY)),
+    'types': (('FunctionType', _CODE_FACTORY), ('CodeType', _CODE_FACTORY), ('coroutine', 'g_mutator')),
+    'enum': (('global_enum', _MODULE_WRITE), ('_simple_enum', _MODULE_WRITE), ('EnumType._convert_', _MODULE_WRITE)),
+    'random': (('seed', 'g_rng'), ('setstate', 'g_rng'), ('shuffle', 'g_writes_arg')),
+    'heapq': tuple((f, 'g_writes_arg') for f in ('heappush', 'heappop', 'heapify', 'heapreplace', 'heappushpop',
+                                                 '_heapify_max', '_heappop_max', '_heapreplace_max')),
+    'bisect': tuple((f, 'g_writes_arg') for f in ('insort', 'insort_left', 'insort_right')),
+    'struct': (('pack_into', 'g_writes_arg'),),
+    'weakref': (('finalize', _CALLS_LATER),),
+    'sys': tuple((f, _PROCESS) for f in (
+        'setrecursionlimit', 'setswitchinterval', 'set_int_max_str_digits', 'setdlopenflags',
+        'set_coroutine_origin_tracking_depth', '_clear_type_cache', '_clear_internal_caches',
+        'activate_stack_trampoline', 'deactivate_stack_trampoline'))
+    + tuple((f, _CALLS_LATER) for f in ('settrace', 'setprofile', '_settraceallthreads', '_setprofileallthreads',
+                                         'set_asyncgen_hooks', 'addaudithook'))
+    + tuple(('monitoring.' + f, _CALLS_LATER) for f in ('use_tool_id', 'free_tool_id', 'clear_tool_id',
+                                                         'register_callback', 'set_events', 'set_local_events',
+                                                         'restart_events')),
+    'atexit': tuple((f, _CALLS_LATER) for f in ('register', 'unregister', '_clear', '_run_exitfuncs')),
+    'signal': tuple((f, _CALLS_LATER) for f in ('signal', 'setitimer', 'alarm', 'pthread_sigmask', 'set_wakeup_fd',
+                                                 'siginterrupt')),
+    'threading': tuple((f, _CALLS_LATER) for f in ('settrace', 'setprofile', 'settrace_all_threads',
+                                                    'setprofile_all_threads'))
+    + (('stack_size', _PROCESS),),
+    'warnings': tuple((f, _PROCESS) for f in ('filterwarnings', 'simplefilter', 'resetwarnings', '_filters_mutated',
+                                              '_add_filter')),
+    'codecs': tuple((f, _CALLS_LATER) for f in ('register', 'unregister', 'register_error')),
+    'os': (('putenv', _PROCESS), ('unsetenv', _PROCESS), ('chdir', _PROCESS), ('fchdir', _PROCESS),
+           ('umask', _PROCESS), ('register_at_fork', _CALLS_LATER), ('readv', 'g_writes_buffers'),
+           ('preadv', 'g_writes_buffers')),
+    'locale': (('setlocale', _PROCESS),),
+    'socket': (('setdefaulttimeout', _PROCESS),),
+    'decimal': (('setcontext', _PROCESS),),
+    'faulthandler': tuple((f, _PROCESS) for f in ('enable', 'disable', 'register', 'unregister',
+                                                  'dump_traceback_later', 'cancel_dump_traceback_later')),
+    'tracemalloc': tuple((f, _PROCESS) for f in ('start', 'stop', 'clear_traces')),
+    'site': tuple((f, _PROCESS) for f in ('addsitedir', 'addpackage', 'main')),
+    'mimetypes': (('add_type', _PROCESS), ('init', _PROCESS)),
+    'shutil': tuple((f, _PROCESS) for f in ('register_archive_format', 'unregister_archive_format',
+                                            'register_unpack_format', 'unregister_unpack_format')),
+    'webbrowser': (('register', _PROCESS),),
+    'csv': tuple((f, _PROCESS) for f in ('register_dialect', 'unregister_dialect', 'field_size_limit')),
+    'sqlite3': tuple((f, _CALLS_LATER) for f in ('register_adapter', 'register_converter',
+                                                  'enable_callback_tracebacks')),
+    'asyncio': (('set_event_loop_policy', _PROCESS), ('set_event_loop', _PROCESS)),
+    'logging': tuple((f, _PROCESS) for f in ('basicConfig', 'disable', 'setLoggerClass', 'setLogRecordFactory',
+                                             'addLevelName', 'captureWarnings', 'shutdown')),
     'pkgutil': (('resolve_name', 'it resolves a dotted name from a string to any object'),),
     'importlib': (('reload', "it runs a module's code again, in place"),),
-    'types': (('FunctionType', _CODE_FACTORY), ('CodeType', _CODE_FACTORY)),
 }
 
 _HELPERS = {}       # id(helper) -> (helper, treatment, qualified name)
@@ -2379,6 +3069,11 @@ def _sight(m, name):
         k = _names_of(o)
         if k is not None:
             _HELPER_NAMES[k] = (how, q)
+    if name == 'functools' and _SD_REGISTER[0] is None:
+        try:
+            _SD_REGISTER[0] = _FN_CODE(m.singledispatch(_sight).register)
+        except Exception:
+            pass
     patch = _PATCHES.get(name)
     if patch is not None:
         patch(m)
@@ -2440,6 +3135,186 @@ def _annot_has_string(v, depth):
 class _FromList:
     """What a from-import receives from the guarded __import__: the names taken,
     each one gated (CPython's import reads them as attributes)."""
+
+
+# ---------------------------------------------------------------- the class gate's tables
+
+_HEAPTYPE = 1 << 9
+_SEEN_MAX = 1 << 16       # values a state records as held by the code (beyond: it held everything)
+_STATIC_TYPES = set()     # classes built into the interpreter or an extension (nothing can define on them)
+_STATIC_VALUES = set()    # those of them whose instances are not classes
+_TYPE_SUBCLASS = 1 << 31  # Py_TPFLAGS_TYPE_SUBCLASS
+_FN_CODE = _FUNCTION.__dict__['__code__'].__get__
+_FN_GLOBALS = _FUNCTION.__dict__['__globals__'].__get__
+_FN_NAME = _FUNCTION.__dict__['__name__'].__get__
+_FN_MODULE = _FUNCTION.__dict__['__module__'].__get__
+_GUARD_GLOBALS = globals()
+_EVAL_CODES = {}          # id -> weak reference: the code objects the guard compiled (see _note_code)
+_METHOD_DESCRIPTOR = type(str.upper)
+_WRAPPER_DESCRIPTOR = type(object.__init__)
+_CLASSMETHOD_DESCRIPTOR = type(dict.__dict__['fromkeys'])
+_GETSET = type(_FUNCTION.__dict__['__code__'])
+_MEMBER = type(type.__dict__['__weakrefoffset__'])
+_GENERIC_ALIAS = type(list[int])
+# Dunders that hold data about a class rather than behaviour the interpreter
+# or a protocol calls: any value passes, unless it involves evaluated code (a
+# descriptor built on one of its functions would run it when read).
+_META_DUNDERS = frozenset((
+    '__doc__', '__module__', '__qualname__', '__name__', '__annotations__', '__slots__', '__match_args__',
+    '__dict__', '__weakref__', '__orig_bases__', '__parameters__', '__type_params__', '__firstlineno__',
+    '__static_attributes__', '__abstractmethods__', '__dataclass_fields__', '__dataclass_params__', '__total__',
+    '__required_keys__', '__optional_keys__', '__readonly_keys__', '__mutable_keys__', '__signature__',
+    '__wrapped__', '__final__', '__protocol_attrs__', '__non_callable_proto_members__', '__orig_class__',
+    '__text_signature__', '__classcell__'))
+_INERT = {}               # type -> True when its instances are neither callable nor descriptors
+
+
+def _inert(t):
+    r = _INERT.get(t)
+    if r is None:
+        r = True
+        for B in _TYPE_MRO(t):
+            d = _TYPE_DICT(B)
+            if '__call__' in d or '__get__' in d or '__set__' in d or '__delete__' in d:
+                r = False
+                break
+        if _len(_INERT) >= 4096:
+            _INERT.clear()
+        _INERT[t] = r
+    return r
+
+
+def _eval_function(f):
+    """True for a function evaluated code defined (its code was compiled by the
+    guard) or one of the guard's own wrappers."""
+    try:
+        c = _FN_CODE(f)
+        r = _EVAL_CODES.get(id(c))
+        return (r is not None and r() is c) or _FN_GLOBALS(f) is _GUARD_GLOBALS
+    except TypeError:
+        return True
+
+
+def _library_name(f):
+    """The name of f when it is the library's own code (a function compiled
+    from a file or by a library, a built-in function of a module or a class, a
+    method descriptor), else None (evaluated code's function, a method bound to
+    an instance, any other object)."""
+    t = _type(f)
+    if t is _FUNCTION:
+        return None if _eval_function(f) else _FN_NAME(f)
+    if t is _BUILTIN_METHOD:
+        s = f.__self__
+        if s is None or _type(s) is _MODULE or _isinstance(s, type):
+            return f.__name__
+        return None
+    if t is _METHOD_DESCRIPTOR or t is _WRAPPER_DESCRIPTOR or t is _CLASSMETHOD_DESCRIPTOR:
+        return f.__name__
+    return None
+
+
+def _involves_eval(v, depth=0):
+    """True when v is, or wraps, something of evaluated code (its function,
+    the guard's helper, a method bound to an instance) as far as the standard
+    wrappers show (staticmethod, classmethod, property, partial, __wrapped__)."""
+    if depth > 8:
+        return True
+    t = _type(v)
+    if t is _FUNCTION:
+        if _eval_function(v):
+            return True
+        w = _getattr(v, '__dict__', {}).get('__wrapped__')
+        return w is not None and _involves_eval(w, depth + 1)
+    if t is _METHOD:
+        return True
+    if t is _BUILTIN_METHOD:
+        s = v.__self__
+        return not (s is None or _type(s) is _MODULE or _isinstance(s, type))
+    if t is staticmethod or t is classmethod:
+        return _involves_eval(v.__func__, depth + 1)
+    if t is property:
+        return any(x is not None and _involves_eval(x, depth + 1) for x in (v.fget, v.fset, v.fdel))
+    if _inert(t) or t is _METHOD_DESCRIPTOR or t is _WRAPPER_DESCRIPTOR or t is _CLASSMETHOD_DESCRIPTOR \
+            or t is _GETSET or t is _MEMBER:
+        return False
+    if t is _functools.partial:
+        return _involves_eval(v.func, depth + 1)
+    return False
+
+
+def _defines(k, v, mro, chose):
+    """True when the dunder k of a class (its own __dict__ holds v, mro is its
+    __mro__) is behaviour the code chose rather than the library's own
+    implementation of that special method. The code's: a function of
+    evaluated code or anything wrapping one (a lambda, a partial, a
+    staticmethod, a property), a method bound to an object, and any object
+    the code held (chose(v): it passed the value gate, it is a builtin of
+    eval-call, the application supplied it). The library's: the object a base
+    class holds under k (or under the name of the function, an alias), a
+    function or built-in of the library named k, what the factory made itself
+    and the code never held (namedtuple's and attrs' methods, a dataclass's
+    __replace__), data (neither callable nor a descriptor), the descriptors
+    type() makes for __dict__ and __weakref__. For the metadata dunders
+    (_META_DUNDERS) only evaluated code counts."""
+    t = _type(v)
+    if k in _META_DUNDERS:
+        return _involves_eval(v)
+    if _inert(t):
+        return False
+    if t is _GETSET or t is _MEMBER:
+        # Made by type(): for __dict__ and __weakref__, or for a slot named in
+        # __slots__ (a dunder slot is the code's choice).
+        return k not in ('__dict__', '__weakref__')
+    for B in mro[1:]:
+        if _TYPE_DICT(B).get(k) is v:
+            return False
+    f = v.__func__ if (t is staticmethod or t is classmethod) else v
+    if k == '__class_getitem__' and f is _GENERIC_ALIAS:
+        return False
+    if _involves_eval(v):
+        return True
+    name = _library_name(f)
+    if name is not None:
+        if name == k:
+            return False
+        if _is_dunder(name):
+            for B in mro[1:]:
+                if _TYPE_DICT(B).get(name) is f:
+                    return False
+    return chose(v) or chose(f)
+
+
+def _registered(C):
+    """True when the class C is the one its module holds under its qualified
+    name (a class a module defines: evaluated code cannot bind names in a
+    module, nor in sys.modules)."""
+    try:
+        qn = _TYPE_QUALNAME(C)
+    except (TypeError, AttributeError):
+        return False
+    return _held_by_module(C, _TYPE_DICT(C).get('__module__'), qn)
+
+
+def _held_by_module(C, mod, qn):
+    """True when the module mod holds C under the qualified name qn."""
+    if _type(mod) is not str or _type(qn) is not str or '<' in qn:
+        return False
+    m = sys.modules.get(mod)
+    if m is None or not _isinstance(m, _MODULE):
+        return False
+    try:
+        o = _MOD_DICT(m)
+    except TypeError:
+        return False
+    if '__sb_tick__' in o:
+        return False  # an evaluation's namespace (the caller's globals, used in place)
+    parts = qn.split('.')
+    x = o.get(parts[0])
+    for p in parts[1:]:
+        if not _isinstance(x, type):
+            return False
+        x = _TYPE_DICT(x).get(p)
+    return x is C
 
 
 # ---------------------------------------------------------------- process-wide patches
@@ -2691,10 +3566,9 @@ def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
     except the guard's helpers (__sb_*) and __builtins__.
 
     The namespace holds __builtins__ built from eval-call (with guarded shims),
-    the helpers, and names (the caller's data: evaluated code cannot write into
-    it, or into the containers it holds, through subscripts, augmented
-    assignment or operator's setitem and in-place functions; a module it holds
-    may be used as given). Under
+    the helpers, and names (the caller's data: evaluated code writes only into
+    what it made, never into names or what they hold, by any route; a module it
+    holds may be used as given, a class it holds is trusted). Under
     eval-namespace=closed names may not hold __builtins__; under adaptive a
     __builtins__ in names is honoured as given; under caller the source runs with
     the raw builtins, unchecked and without budgets (debugging only).
@@ -2801,3 +3675,63 @@ class _Punct:
 
     def __init__(self, s):
         self.s = s
+
+
+class _ProbeList(list):
+    """A container with attributes, for _calibrate."""
+
+
+def _calibrate():
+    """Check, on this interpreter, the reference counts the write rule relies on
+    (see _State.sight): a value just made is the evaluation's, one something
+    else holds is not; an item only a made container holds is, one held
+    elsewhere is not. Any surprise turns the inference off (_RC_OK false: only
+    displays and comprehensions are the evaluation's own)."""
+    global _RC_OK
+    ok = False
+    try:
+        st = _State(compile_profile({'attribute': {'allow': ['x', 'y']}}))
+        made = st.made
+        st.ret(list())
+        fresh = [x for x in made.values()]
+        kept = []
+        st.ret(kept)
+        c = st.own_new([[1]])
+        st.own_new(kept)
+        st.item(c, 0)
+        inner = c[0]
+        held = [2]
+        c2 = st.own_new([held])
+        st.item(c2, 0)
+        deep = st.ret([[3], held])
+        c3 = st.own_new([[4]])
+        for _ in st.iter(c3):
+            pass
+        prod = st.binop('*', [5], 2)
+        holder = st.own_new(_ProbeList())
+        holder.x = [6]
+        attr = st.getattr(holder, 'x')
+        holder.y = held
+        st.getattr(holder, 'y')
+        ok = (_len(fresh) == 1 and made.get(id(kept)) is None and made.get(id(c)) is c
+              and made.get(id(inner)) is inner
+              and made.get(id(held)) is None and made.get(id(deep[0])) is deep[0]
+              and made.get(id(c3[0])) is c3[0] and made.get(id(prod)) is prod and made.get(id(holder)) is holder
+              and made.get(id(attr)) is attr and made.get(id(held)) is None)
+        n = _len(made)
+        del fresh
+        st.sweep()
+        ok = ok and _len(st.made) == n - 1
+    except Exception:
+        ok = False
+    _RC_OK = ok
+    if not ok:
+        # Nothing is marked from a reference count: only displays and
+        # comprehensions are the evaluation's (fail closed).
+        _State.sight = lambda self, v, held: None
+        _State.take = lambda self, v: None
+
+
+# The functions of the helpers bound into every namespace (__sb_*).
+_HELPER_FUNCS = {f.__func__: k for k, f in _State(Profile({})).helpers.items() if _type(f) is _METHOD}
+_calibrate()
