@@ -55,7 +55,12 @@
 // the rules: builtins (grant builtins one by one with eval-call), gc, ctypes, the
 // modules that run source text (code, codeop, timeit, pdb, bdb, cProfile, profile,
 // trace, doctest, runpy, rlcompleter), pydoc, shelve, logging.config,
-// unittest.mock and the guard itself, with their submodules.
+// unittest.mock, the import system's loaders (importlib.util, importlib.machinery,
+// importlib.abc, importlib's bootstrap modules, imp, zipimport: they run a file's
+// source outside the guard), pkgutil and the guard itself, with their
+// submodules; and importlib itself (import_module and reload import modules named
+// by strings), whose importlib.resources and importlib.metadata are judged on
+// their own.
 //
 // The value gate sees what a call returns, a subscript, an item a comprehension
 // iterates, every attribute and what a decorator returns: a module meets the

@@ -45,7 +45,7 @@ var sideDoors = []matrixCase{
 	caseOf("sys_modules_unpacked_then_used", impFn+"eval-import=sys\neval-attribute=modules, items, getcwd\neval-call=m",
 		"import sys\nm, = [v for k, v in sys.modules.items() if k == 'os']\nx = m.getcwd()", "exec", "", denied("import", "os").withFix("eval-import=os")),
 	caseOf("importlib_import_module", imp+"eval-import=importlib\neval-attribute=import_module", "import importlib\nx = importlib.import_module('os')", "exec", "",
-		denied("import", "os").withFix("eval-import=os")),
+		rejected("import", "importlib").withFix(noFix)),
 	caseOf("dunder_import_granted_by_eval_call", "eval-syntax=assign\neval-call=__import__", "x = __import__('os')", "exec", "",
 		denied("import", "os").withFix("eval-import=os")),
 	caseOf("dunder_import_runs_when_granted", "eval-syntax=assign\neval-call=__import__\neval-import=json\neval-attribute=dumps", "x = __import__('json').dumps([1])", "exec", "",
@@ -65,6 +65,11 @@ var sideDoors = []matrixCase{
 		rejected("import", "ctypes.util").withFix(noFix)),
 	caseOf("import_timeit_never", imp+"eval-import=*", "from timeit import timeit", "exec", "",
 		rejected("import", "timeit").withFix(noFix)),
+	caseOf("import_importlib_util_never", imp+"eval-import=*", "import importlib.util", "exec", "",
+		rejected("import", "importlib.util").withFix(noFix)),
+	caseOf("from_importlib_never", imp+"eval-import=*\neval-attribute=import_module", "from importlib import import_module", "exec", "",
+		rejected("import", "importlib").withFix(noFix)),
+	caseOf("import_pkgutil_never", imp+"eval-import=*", "import pkgutil", "exec", "", rejected("import", "pkgutil").withFix(noFix)),
 	caseOf("import_guard_itself_never", imp+"eval-import=pysandboxes_evalguard\neval-attribute=run", "from pysandboxes_evalguard import run", "exec", "",
 		rejected("import", "pysandboxes_evalguard").withFix(noFix)),
 	caseOf("dunder_import_never_at_run_time", "eval-syntax=assign\neval-call=__import__\neval-import=*", "x = __import__('gc')", "exec", "",
@@ -301,7 +306,7 @@ var firstCalls = []matrixCase{
 	caseOf("reimported_string", reimport+"eval-import=sys, string\neval-attribute=modules, Formatter, get_field",
 		"import sys, string\nforget('string')\nimport string\nx = string.Formatter().get_field('0.__class__', ((),), {})", "exec", forget, denied("format", "__class__")),
 	caseOf("reload_refused", imp+"eval-import=importlib, inspect\neval-attribute=reload", "import importlib, inspect\ninspect = importlib.reload(inspect)", "exec", "",
-		denied("helper", "importlib.reload").withFix(noFix)),
+		rejected("import", "importlib").withFix(noFix)),
 }
 
 // reimport: the syntax the re-import cases need; forget: a function of the

@@ -393,11 +393,30 @@ _NEVER_MODULES = {
     'logging.config': 'it resolves dotted names from its configuration to any object and calls it',
     'unittest.mock': 'it resolves dotted names from strings to any object and replaces attributes',
     'pysandboxes_evalguard': 'it is the eval guard itself',
+    'importlib.util': 'its loaders run a file\'s source outside the eval guard (spec_from_file_location, exec_module)',
+    'importlib.machinery': 'its loaders run a file\'s source outside the eval guard',
+    'importlib.abc': 'its loaders run a file\'s source outside the eval guard',
+    'importlib._bootstrap': 'it is the import system itself (its loaders run source outside the eval guard)',
+    'importlib._bootstrap_external': 'it is the import system itself (its loaders run source outside the eval guard)',
+    'imp': 'its loaders run a file\'s source outside the eval guard',
+    'zipimport': 'its loaders run a file\'s source outside the eval guard',
+    'pkgutil': 'it imports modules named by strings (resolve_name, iter_modules with walk_packages)',
+}
+
+
+# Modules never granted themselves, whose submodules are judged on their own
+# (importlib.resources and importlib.metadata read data; importlib's own
+# import_module and reload import and run modules named by strings).
+_NEVER_EXACT = {
+    'importlib': 'it imports and reloads modules named by strings (import_module, reload, __import__)',
 }
 
 
 def _never(name):
     """Why the module name is never granted, else None."""
+    r = _NEVER_EXACT.get(name)
+    if r is not None:
+        return r
     while True:
         r = _NEVER_MODULES.get(name)
         if r is not None:
