@@ -115,6 +115,18 @@ var importDangerous = setOf("atexit", "bdb", "code", "codeop", "cProfile", "ctyp
 	"faulthandler", "importlib", "inspect", "mmap", "pdb", "pkgutil", "posix",
 	"subprocess", "webbrowser")
 
+// DangerousImports returns, sorted, the standard modules that can undo the sandbox
+// or run code outside it: learning files their python-import rules under
+// "⚠ Dangerous!", and the Python layer's refusal that names one as its fix says so.
+func DangerousImports() []string {
+	out := make([]string, 0, len(importDangerous))
+	for m := range importDangerous {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // importDeprecated are the modules deprecated or removed by PEP 594 (and distutils,
 // lib2to3).
 var importDeprecated = setOf("aifc", "asynchat", "asyncore", "audioop", "cgi", "cgitb",

@@ -760,8 +760,15 @@ def _where(S, f, _getcwd=_posix.getcwd, _len=len, _str=str, _OSError=OSError):
     return '%s(%s)' % (fn, _str(f.f_lineno))
 
 
+# Standard modules that can undo the sandbox or run code outside it: a refusal
+# that names one as its fix says so (policy.DangerousImports is the same list).
+DANGEROUS_IMPORTS = frozenset(('atexit', 'bdb', 'code', 'codeop', 'cProfile', 'ctypes', 'faulthandler',
+                               'importlib', 'inspect', 'mmap', 'pdb', 'pkgutil', 'posix', 'subprocess',
+                               'webbrowser'))
+
+
 def _import_check(S, full, f, request=False, _importer=_importer, _where=_where, _deny=_deny, _type=type,
-                  _str=str):
+                  _str=str, _danger=DANGEROUS_IMPORTS):
     """None when the import of module full (absolute, dotted) seen at frame f is
     allowed, else the exception (None in learning mode, after recording)."""
     if _type(full) is not _str:
@@ -774,6 +781,8 @@ def _import_check(S, full, f, request=False, _importer=_importer, _where=_where,
         return None
     msg = ("Module named '%s' is not allowed by a rule (imported by %s).\n"
            "Add `python-import=%s`.") % (top, _where(S, g), top)
+    if top in _danger:
+        msg += "\n\u26a0 Dangerous! '%s' can undo the sandbox or run code outside it." % top
     del g
     e = _deny(S, 'import', S[13][3], msg, top, '', '', {'imports': [top]})
     if e is not None:
@@ -829,6 +838,9 @@ def _api_refuse(S, q, v, _deny=_deny):
     cat = v[1]
     msg = ("%s() is denied by the API guard (category: %s).\n"
            "Add `python-api=ALLOW:%s` for this function only, or `python-api=ALLOW:%s` for the whole category.") % (q, cat, q, cat)
+    if v[4]:
+        msg += ("\n\u26a0 Dangerous! The category %s can undo the sandbox: allow the one function, "
+                "and only if the program needs it." % cat)
     if v[2]:
         msg += "\nDENIED by explicit rule '%s' from %s." % (v[2], v[3])
     else:
