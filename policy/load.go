@@ -249,8 +249,22 @@ func (ld *loader) rule(l line) {
 		return
 	}
 	key, value, ok := strings.Cut(l.text, "=")
-	if !ok || key == "" || strings.TrimSpace(key) != key {
-		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+	switch {
+	case !ok && (l.text == "include" || strings.HasPrefix(l.text, "include ")):
+		ld.errs.add(l.ref, "Invalid rule '%s': include takes one path in double quotes: include \"path\"", l.text)
+		return
+	case !ok:
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE", l.text)
+		return
+	case strings.HasPrefix(key, "\ufeff"):
+		ld.errs.add(l.ref, "Invalid rule '%s': the line starts with a byte order mark (U+FEFF), allowed at the start of a file only", l.text)
+		return
+	case key == "":
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE (the key is empty)", l.text)
+		return
+	case strings.TrimSpace(key) != key:
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE with no space around the key: '%s=%s'",
+			l.text, strings.TrimSpace(key), strings.TrimLeft(value, " \t"))
 		return
 	}
 	if l.ref.IsArg() && !ld.argKeySeen[key] {
@@ -295,8 +309,100 @@ func (ld *loader) rule(l line) {
 	case strings.Contains(key, "."):
 		ld.providerRule(r)
 	default:
-		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+		ld.errs.add(l.ref, "Invalid rule '%s': %s", l.text, unknownKey(key))
 	}
+}
+
+// Keys returns every key of the rule language, in the order the documentation
+// lists them: env, unenv, expose-ro, expose-rw, ignore, net, python-import,
+// python-api, the eval-* keys (eval-KEY:PROFILE names a profile), then the
+// single-valued keys (py-sandbox, os-sandbox, learn, remote-result-mode,
+// remote-result-guard). A provider parameter (PROVIDER.PARAM) is not a key of
+// its own. LegacyKeys lists the spellings Load still accepts.
+func Keys() []string {
+	out := []string{"env", "unenv", "expose-ro", "expose-rw", "ignore", "net", "python-import", "python-api"}
+	out = append(out, evalListKeys...)
+	out = append(out, evalScalarKeyNames()...)
+	for _, k := range controlKeys {
+		if !slices.Contains(legacyKeys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// legacyKeys are accepted but no longer written: former spellings, and a key
+// without effect.
+var legacyKeys = []string{"set-env", "unset-env", "bind", "ro-bind", "port"}
+
+// LegacyKeys returns the keys Load accepts that are not to be written any
+// more: set-env and unset-env (env= and unenv=), bind and ro-bind (expose-rw=
+// and expose-ro=), and port (no effect: the host talks to the sandbox over a
+// socket pair).
+func LegacyKeys() []string { return slices.Clone(legacyKeys) }
+
+// unknownKey says that key is not a rule key, suggesting the closest one when
+// it looks like a typo of it.
+func unknownKey(key string) string {
+	if s, ok := closestKey(key, Keys()); ok {
+		return fmt.Sprintf("unknown key '%s'; did you mean '%s'?", key, s)
+	}
+	return fmt.Sprintf("unknown key '%s'", key)
+}
+
+// closestKey returns the candidate nearest to word (insertions, deletions,
+// substitutions and swaps of two neighbours) when it is near enough to be a
+// typo, ignoring case: one edit for words of up to 4 letters, two up to 11,
+// three beyond. On a tie the first candidate wins (Keys lists the narrower
+// grant first).
+func closestKey(word string, cands []string) (string, bool) {
+	word = strings.ToLower(word)
+	limit := 1
+	switch {
+	case len(word) > 11:
+		limit = 3
+	case len(word) > 4:
+		limit = 2
+	}
+	best, bestD := "", limit+1
+	for _, c := range cands {
+		if d := editDistance(word, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the optimal string alignment distance of a and b (bounded
+// work: no typo of a key is longer than 64 bytes).
+func editDistance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		if a == b {
+			return 0
+		}
+		return 1 << 20
+	}
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
 }
 
 // record keeps an accepted rule; each family calls it once per rule it accepts.

@@ -138,7 +138,7 @@ func TestJSONText(t *testing.T) {
 		{"bad\xff\xfe", `"bad\ufffd\ufffd"`},
 		{"\xed\xa0", `"\ufffd\ufffd"`},
 		{1.0, "1.0"},
-		{-0.0 * 1, "0.0"},
+		{0.0, "0.0"},
 		{math.Copysign(0, -1), "-0.0"},
 		{1e16, "1e+16"},
 		{1234567890123456.0, "1234567890123456.0"},
