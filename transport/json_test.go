@@ -287,3 +287,32 @@ func BenchmarkJSON(b *testing.B) {
 		}
 	}
 }
+
+// FuzzJSON: whatever a hostile pickle decodes to (both modes) converts to
+// valid JSON, or fails with a *JSONError, never a panic; the text is within
+// the expansion the decoder allowed.
+func FuzzJSON(f *testing.F) {
+	addPickleSeeds(f)
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, mode := range []Mode{DataOnly, Objects} {
+			opts := fuzzOpts
+			opts.Mode = mode
+			opts.MaxExpanded = 4 << 20 // what a walk of the value meets: the JSON's size, within a few times
+			v, err := Unpickle(data, &opts)
+			if err != nil {
+				continue
+			}
+			out, err := JSON(v)
+			if err != nil {
+				var je *JSONError
+				if !errors.As(err, &je) {
+					t.Fatalf("JSON error %T is not a *JSONError: %v", err, err)
+				}
+				continue
+			}
+			if !json.Valid(out) {
+				t.Fatalf("JSON(%#v) = %q: not valid JSON", v, out)
+			}
+		}
+	})
+}
