@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"slices"
 	"strings"
 	"testing"
@@ -75,6 +77,37 @@ func TestUnknownKeySuggestion(t *testing.T) {
 	} {
 		if diff := cmp.Diff(c.want, ruleMessage(t, c.rule)); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", c.rule, diff)
+		}
+	}
+}
+
+func TestEditDistance(t *testing.T) {
+	for _, c := range []struct {
+		a, b string
+		want int
+	}{
+		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"env", "env", 0}, {"expose-r", "expose-ro", 1},
+		{"expsoe-rw", "expose-rw", 1}, {"ca", "abc", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"abcd", "badc", 2},
+	} {
+		if got := editDistance(c.a, c.b); got != c.want {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}
+
+// BenchmarkUnknownKeys parses a 256 KiB file of lines with unknown keys of
+// various lengths (the suggestions' cost).
+func BenchmarkUnknownKeys(b *testing.B) {
+	var sb strings.Builder
+	for i := 0; sb.Len() < 256<<10; i++ {
+		sb.WriteString(strings.Repeat("k", 1+i%30) + "x=\n")
+	}
+	data := []byte(sb.String())
+	opts := &Options{Dir: "/", Home: "/", Env: []string{}, Logger: slog.New(slog.DiscardHandler)}
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := Parse(context.Background(), "", data, opts); err == nil {
+			b.Fatal("no error")
 		}
 	}
 }

@@ -319,7 +319,10 @@ func (ld *loader) rule(l line) {
 // single-valued keys (py-sandbox, os-sandbox, learn, remote-result-mode,
 // remote-result-guard). A provider parameter (PROVIDER.PARAM) is not a key of
 // its own. LegacyKeys lists the spellings Load still accepts.
-func Keys() []string {
+func Keys() []string { return slices.Clone(ruleKeys) }
+
+// ruleKeys is what Keys returns.
+var ruleKeys = func() []string {
 	out := []string{"env", "unenv", "expose-ro", "expose-rw", "ignore", "net", "python-import", "python-api"}
 	out = append(out, evalListKeys...)
 	out = append(out, evalScalarKeyNames()...)
@@ -329,7 +332,7 @@ func Keys() []string {
 		}
 	}
 	return out
-}
+}()
 
 // legacyKeys are accepted but no longer written: former spellings, and a key
 // without effect.
@@ -344,7 +347,7 @@ func LegacyKeys() []string { return slices.Clone(legacyKeys) }
 // unknownKey says that key is not a rule key, suggesting the closest one when
 // it looks like a typo of it.
 func unknownKey(key string) string {
-	if s, ok := closestKey(key, Keys()); ok {
+	if s, ok := closestKey(key, ruleKeys); ok {
 		return fmt.Sprintf("unknown key '%s'; did you mean '%s'?", key, s)
 	}
 	return fmt.Sprintf("unknown key '%s'", key)
@@ -354,9 +357,9 @@ func unknownKey(key string) string {
 // substitutions and swaps of two neighbours) when it is near enough to be a
 // typo, ignoring case: one edit for words of up to 4 letters, two up to 11,
 // three beyond. On a tie the first candidate wins (Keys lists the narrower
-// grant first).
+// grant first). The work is bounded: a candidate whose length is too far off
+// is not compared, and a comparison costs len(word)*len(candidate).
 func closestKey(word string, cands []string) (string, bool) {
-	word = strings.ToLower(word)
 	limit := 1
 	switch {
 	case len(word) > 11:
@@ -365,44 +368,49 @@ func closestKey(word string, cands []string) (string, bool) {
 		limit = 2
 	}
 	best, bestD := "", limit+1
+	var lower string
+	var rows []int
 	for _, c := range cands {
-		if d := editDistance(word, c); d < bestD {
+		if d := len(word) - len(c); d > limit || -d > limit {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(word)
+			rows = make([]int, 3*(len(word)+limit+1))
+		}
+		if d := editDistanceIn(rows, lower, c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best, best != ""
 }
 
-// editDistance is the optimal string alignment distance of a and b (bounded
-// work: no typo of a key is longer than 64 bytes).
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		if a == b {
-			return 0
-		}
-		return 1 << 20
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
+// editDistance is the optimal string alignment distance of a and b, in
+// O(len(a)*len(b)) time and O(len(b)) memory.
+func editDistance(a, b string) int { return editDistanceIn(make([]int, 3*(len(b)+1)), a, b) }
+
+// editDistanceIn is editDistance working in rows (at least 3*(len(b)+1)).
+func editDistanceIn(rows []int, a, b string) int {
+	n := len(b) + 1
+	prev2, prev, cur := rows[:n], rows[n:2*n], rows[2*n:3*n]
+	for j := range prev {
+		prev[j] = j
 	}
 	for i := 1; i <= len(a); i++ {
+		cur[0] = i
 		for j := 1; j <= len(b); j++ {
 			cost := 1
 			if a[i-1] == b[j-1] {
 				cost = 0
 			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+				cur[j] = min(cur[j], prev2[j-2]+1)
 			}
 		}
+		prev2, prev, cur = prev, cur, prev2
 	}
-	return d[len(a)][len(b)]
+	return prev[len(b)]
 }
 
 // record keeps an accepted rule; each family calls it once per rule it accepts.
