@@ -26,7 +26,8 @@ type CallOptions struct {
 	// Stdout and Stderr stream what the function prints on sys.stdout and
 	// sys.stderr, as it prints it, before the call returns. A stream without a
 	// writer is captured (see Output), unless the sandbox streams it
-	// (WithCallOutput) and Capture is nil.
+	// (WithCallOutput) and Capture is nil. A call with a captured stream is
+	// bounded, both streams together, by Limits.Output, else DefaultCallOutput.
 	Stdout, Stderr io.Writer
 	// Capture, when set, receives what the call printed on the streams that
 	// have no writer here, whether the call succeeded or failed (what was
