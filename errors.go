@@ -41,6 +41,9 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 type UnenforcedError struct {
 	Provider string
 	Missing  []Requirement
+	// Why is the provider's own account of why it lacks them here (see
+	// Explainer), "" when it gives none.
+	Why string
 }
 
 func (e *UnenforcedError) Error() string {
@@ -51,6 +54,9 @@ func (e *UnenforcedError) Error() string {
 		b.WriteString("\n  ")
 		b.WriteString(r.String())
 		caps |= r.Capability
+	}
+	if e.Why != "" {
+		fmt.Fprintf(&b, "\n%s: %s", e.Provider, e.Why)
 	}
 	fmt.Fprintf(&b, "\nUse a provider that enforces them (pysandboxes probe lists what each one enforces here), or accept them as not enforced by the OS explicitly (AcceptUnenforced(%s), --accept-unenforced=%s).", caps.goNames(), caps)
 	return b.String()
@@ -69,6 +75,8 @@ type Verdict struct {
 	Provider string
 	Probe    error
 	Missing  []Requirement
+	// Why is the provider's account of the missing capabilities (Explainer).
+	Why string
 }
 
 func (e *NoProviderError) Error() string {
@@ -83,6 +91,9 @@ func (e *NoProviderError) Error() string {
 		b.WriteString("cannot enforce")
 		for _, r := range v.Missing {
 			b.WriteString("\n    " + r.String())
+		}
+		if v.Why != "" {
+			b.WriteString("\n    (" + v.Why + ")")
 		}
 	}
 	return b.String()
