@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
 )
@@ -333,6 +335,32 @@ type workerProc struct {
 	hostKill atomic.Bool
 	broken   atomic.Bool
 	failed   atomic.Bool // counted as a failure already
+	// pidfd refers to the confined program (-1 when it could not be opened): it
+	// becomes readable the moment the program ends, before the host has reaped
+	// anything, so that a worker that died idle is never handed a call.
+	pidfd int
+	fdMu  sync.Mutex // guards pidfd against its close
+}
+
+// ended reports whether the program has ended, as its pidfd says.
+func (wp *workerProc) ended() bool {
+	wp.fdMu.Lock()
+	defer wp.fdMu.Unlock()
+	if wp.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(wp.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents != 0
+}
+
+func (wp *workerProc) closePidfd() {
+	wp.fdMu.Lock()
+	defer wp.fdMu.Unlock()
+	if wp.pidfd >= 0 {
+		unix.Close(wp.pidfd)
+		wp.pidfd = -1
+	}
 }
 
 func (wp *workerProc) usable() bool {
@@ -345,7 +373,7 @@ func (wp *workerProc) usable() bool {
 	case <-wp.conn.Done():
 		return false
 	default:
-		return true
+		return !wp.ended()
 	}
 }
 
@@ -511,7 +539,13 @@ func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
 		p.fail(nil)
 		return nil, &WorkerError{Err: fmt.Errorf("starting the worker: %w", err)}
 	}
-	wp := &workerProc{p: p, cmd: cmd, run: run, conn: run.conn, exited: make(chan struct{})}
+	wp := &workerProc{p: p, cmd: cmd, run: run, conn: run.conn, exited: make(chan struct{}), pidfd: -1}
+	if fd, err := unix.PidfdOpen(cmd.Pid(), 0); err == nil {
+		wp.pidfd = fd
+	} else if errors.Is(err, unix.ESRCH) {
+		// The program ended already (ESRCH): the worker is never used.
+		wp.broken.Store(true)
+	}
 	p.mu.Lock()
 	p.all[wp] = true
 	closed := p.closed
@@ -519,6 +553,7 @@ func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
 	go func() {
 		defer p.procs.Done()
 		_ = cmd.Wait()
+		wp.closePidfd()
 		close(wp.exited)
 		p.mu.Lock()
 		delete(p.all, wp)
