@@ -205,7 +205,13 @@ func selectProvider(ctx context.Context, name string, reqs []Requirement) (Provi
 		}
 		return p, nil
 	}
-	return nil, &NoProviderError{Verdicts: verdicts}
+	e := &NoProviderError{Verdicts: verdicts}
+	for _, name := range preference {
+		if _, ok := Lookup(name); !ok {
+			e.NotLinked = append(e.NotLinked, name)
+		}
+	}
+	return nil, e
 }
 
 func registeredNames() string {
