@@ -127,9 +127,8 @@ type LearnOptions struct {
 	// pysandboxes layer, and anything the providers expose implicitly. A prefix covers
 	// itself and everything below it (whole path components).
 	Skip []string
-	// HostsFile is the hosts file ("" means /etc/hosts). It maps a bare address back
-	// to a name when the file gives that name exactly this one address, and it is
-	// read when the merged file is loaded to check it.
+	// HostsFile is the hosts file ("" means /etc/hosts), read when the merged file
+	// is loaded to check it (a learned address is never named from it).
 	HostsFile string
 	// Resolver resolves the host names of net= rules when the merged file is loaded to
 	// check it. Nil means net.DefaultResolver.
