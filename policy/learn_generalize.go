@@ -17,12 +17,14 @@ import (
 // when the access is on a directory). Never learned:
 //   - anything under /proc and /sys (kernel interfaces: the OS providers give what
 //     the interpreter needs, and a learned /proc rule would expose every process);
-//   - anything under /dev: device files are not data, and a learned expose-rw=/dev
-//     (upstream's pitfall) opens every device. /dev itself and the usual devices
-//     (null, zero, full, random, urandom, tty, ptmx, pts, fd, stdin, stdout,
-//     stderr), which the providers give, are dropped silently; any other device
-//     path (/dev/shm, /dev/kvm...) gets a "# not learned:" comment so that the
-//     reviewer can add a rule by hand;
+//   - anything under /dev but /dev/shm: device files are not data, and a learned
+//     expose-rw=/dev (upstream's pitfall) opens every device. /dev itself and the
+//     usual devices (null, zero, full, random, urandom, tty, ptmx, pts, fd, stdin,
+//     stdout, stderr), which the providers give, are dropped silently; any other
+//     device path (/dev/kvm...) gets a "# not learned:" comment so that the
+//     reviewer can add a rule by hand. /dev/shm holds files (POSIX shared memory
+//     and semaphores: multiprocessing's locks): a path under it is learned as
+//     /dev/shm itself (the names are made up at each run);
 //   - "/" itself (a file read at the root, such as /.dockerenv, would expose the
 //     whole file system): a comment says so;
 //   - paths under LearnOptions.Skip;
@@ -35,7 +37,13 @@ import (
 //
 // A directory already covered by the profile with the same or a stronger mode
 // (the deepest expose rule decides, as at run time) is not learned, nor is a child
-// of a learned directory with the same or a weaker mode. A write in a directory that
+// of a learned directory with the same or a weaker mode. One exception: a rule for
+// the temporary directory itself (/tmp, or the TMPDIR of the run) covers only what
+// the program made there during the run (LearnOptions.Since). A provider may give
+// the program a private temporary directory (unshare does for expose-rw=/tmp),
+// which holds nothing of the host's: a directory under it that existed before
+// (the working directory of a project checked out in /tmp, data the program
+// reads) gets a rule of its own, so that it is there too. A write in a directory that
 // the profile exposes read-only by exactly that directory supersedes the rule: the
 // expose-ro= line of the file is commented out (as for the result mode) and an
 // expose-rw= line added; when that rule lies in an included profile, only a comment
@@ -89,6 +97,10 @@ var learnToolVars = []string{
 
 // learnNeverRoots are never learned (see above).
 var learnNeverRoots = []string{"/proc", "/sys", "/dev"}
+
+// learnShm is the directory of POSIX shared memory and semaphores: learned, as a
+// whole, although it lies in /dev.
+const learnShm = "/dev/shm"
 
 // learnQuietDevices are the device paths every provider gives: dropped silently.
 var learnQuietDevices = []string{
@@ -200,6 +212,9 @@ type learnGen struct {
 	// in net= rules.
 	read []string
 	date string
+	// tmpRoots are the canonical temporary directories (/tmp, TMPDIR...): a rule
+	// for one of them covers only what the run made there.
+	tmpRoots []string
 }
 
 // learnRoot is a directory rendered with a prefix.
@@ -250,6 +265,11 @@ func newLearnGen(p *Policy, path, text string, lo LearnOptions) *learnGen {
 		}
 	}
 	add(prefix, tmp)
+	for _, d := range []string{"/tmp", tmp} {
+		if c, err := filepath.EvalSymlinks(d); err == nil && !slices.Contains(g.tmpRoots, c) {
+			g.tmpRoots = append(g.tmpRoots, c)
+		}
+	}
 	return g
 }
 
@@ -364,6 +384,9 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 		if !f.Dir {
 			dir = filepath.Dir(p)
 		}
+		if underShm(p) || underShm(canonPath) {
+			dir = learnShm
+		}
 		if never, quiet := neverLearned(p, canonPath); never {
 			subject := dir
 			if dir == "/dev" {
@@ -374,7 +397,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 			}
 			continue
 		}
-		if g.skipped(p) || g.skipped(canonPath) {
+		if !f.Exec && (g.skipped(p) || g.skipped(canonPath)) {
 			g.debug("path under a skipped prefix", "path", p)
 			continue
 		}
@@ -399,7 +422,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 			addNote("/ (the whole file system: write a narrower rule by hand)")
 			continue
 		}
-		if g.skipped(dir) || g.skipped(canon) {
+		if !f.Exec && (g.skipped(dir) || g.skipped(canon)) {
 			continue
 		}
 		mode := ReadOnly
@@ -422,7 +445,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 	for _, k := range keys {
 		d := dirs[k]
 		best, found := deepestExpose(g.p.exposes, learned, d.canon)
-		if found && best.Mode >= d.mode {
+		if found && best.Mode >= d.mode && !g.outsidePrivateTmp(best.Path, d.canon) {
 			continue // covered, by the profile or by a learned parent
 		}
 		value := g.renderPath(d.raw, d.canon)
@@ -497,11 +520,33 @@ func (g *learnGen) commentOut(i int, what string) []string {
 	return []string{"# Previous " + what + " superseded by learning on " + g.date + ":", "# " + old}
 }
 
-// neverLearned reports whether one of paths lies under /proc, /sys or /dev, and
-// whether it is dropped quietly (/proc, /sys, the usual devices and /dev itself)
-// rather than with a note.
+// outsidePrivateTmp reports whether the directory canon, beneath the exposed
+// directory covering, is out of a rule for covering when covering is the temporary
+// directory itself: canon existed before the run (see the notes above). A
+// directory whose birth time the file system does not give counts as existing
+// before.
+func (g *learnGen) outsidePrivateTmp(covering, canon string) bool {
+	if covering == canon || !slices.Contains(g.tmpRoots, covering) {
+		return false
+	}
+	made, known := bornSince(canon, g.lo.Since)
+	return !known || !made
+}
+
+// underShm reports whether p is /dev/shm or lies beneath it.
+func underShm(p string) bool {
+	_, ok := under(p, learnShm)
+	return ok
+}
+
+// neverLearned reports whether one of paths lies under /proc, /sys or /dev (but
+// /dev/shm), and whether it is dropped quietly (/proc, /sys, the usual devices
+// and /dev itself) rather than with a note.
 func neverLearned(paths ...string) (never, quiet bool) {
 	for _, p := range paths {
+		if underShm(p) {
+			continue
+		}
 		for _, root := range learnNeverRoots {
 			if _, ok := under(p, root); !ok {
 				continue

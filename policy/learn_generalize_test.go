@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -245,12 +246,20 @@ func TestLearnPaths(t *testing.T) {
 			},
 		},
 		{
-			name:  "other devices: a comment, no rule",
-			files: []FileAccess{{Path: "/dev/shm/sem.x", Write: true}, {Path: "/dev/shm/sem.y", Write: true}, {Path: "/dev/kvm", Write: true}},
+			name: "other devices: a comment, no rule; /dev/shm as a whole",
+			files: []FileAccess{{Path: "/dev/shm/sem.x", Write: true}, {Path: "/dev/shm/sem.y", Write: true},
+				{Path: "/dev/shm/gone/x"}, {Path: "/dev/kvm", Write: true}},
 			want: []string{
+				"expose-rw=/dev/shm",
 				"# not learned: /dev/kvm (device files are never learned: add a rule by hand if the program needs it)",
-				"# not learned: /dev/shm (device files are never learned: add a rule by hand if the program needs it)",
 			},
+		},
+		{
+			name:  "a program run and what it needs: under a skipped prefix too",
+			dirs:  []string{"usr/bin", "usr/lib"},
+			files: []FileAccess{{Path: "{root}/usr/bin/echo", Exec: true}, {Path: "{root}/usr/lib/libc.so", Exec: true}, {Path: "{root}/usr/lib/other.py"}},
+			skip:  []string{"{root}/usr"},
+			want:  []string{"expose-ro={root}/usr/bin", "expose-ro={root}/usr/lib"},
 		},
 		{
 			name:  "never the root directory",
@@ -320,6 +329,45 @@ func TestLearnPaths(t *testing.T) {
 				t.Errorf("nothing learned, but a backup was made: %s", res.Backup)
 			}
 		})
+	}
+}
+
+// TestLearnPrivateTmp: a rule for the temporary directory covers what the run made
+// there, not what was there before (a provider may give a private one).
+func TestLearnPrivateTmp(t *testing.T) {
+	e := newLearnEnv(t)
+	e.mkdir("tmp/data", "tmp/out", "tmp/proj")
+	if _, known := bornSince(e.abs("tmp/data"), time.Now()); !known {
+		t.Skip("the file system here gives no birth time")
+	}
+	time.Sleep(50 * time.Millisecond)
+	e.since = time.Now()
+	e.mkdir("tmp/pytest-of-me/test0")
+	e.dir = e.abs("tmp/proj")
+	obs := Observations{Files: []FileAccess{
+		{Path: e.abs("tmp"), Write: true, Dir: true}, // mkdir tmp/pytest-of-me
+		{Path: e.abs("tmp/pytest-of-me/test0/x.json"), Write: true},
+		{Path: e.abs("tmp/data/a.csv")},             // there before: read
+		{Path: e.abs("tmp/out/b.csv"), Write: true}, // there before: written
+		{Path: e.abs("tmp/proj/test_a.py")},         // the working directory
+	}}
+	got := e.learnCase(t, "", nil, obs)
+	want := []string{"expose-ro=${TMPDIR:-/tmp}/data", "expose-ro=.", "expose-rw=${TMPDIR:-/tmp}", "expose-rw=${TMPDIR:-/tmp}/out"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The same when the profile exposes the temporary directory already; a
+	// second run learns nothing more.
+	e = newLearnEnv(t)
+	e.mkdir("tmp/data")
+	e.since = time.Now().Add(time.Second)
+	got = e.learnCase(t, "expose-rw=${TMPDIR:-/tmp}\n", nil, Observations{Files: []FileAccess{{Path: e.abs("tmp/data/a.csv")}}})
+	if diff := cmp.Diff([]string{"expose-ro=${TMPDIR:-/tmp}/data"}, got); diff != "" {
+		t.Errorf("profile exposing the temporary directory (-want +got):\n%s", diff)
+	}
+	res, err := e.learn(Observations{Files: []FileAccess{{Path: e.abs("tmp/data/a.csv")}}})
+	if err != nil || len(res.Added) != 0 {
+		t.Errorf("second run: %v, learned %q", err, res.Added)
 	}
 }
 

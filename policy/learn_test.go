@@ -28,6 +28,7 @@ type learnEnv struct {
 	hosts                      string
 	env                        []string
 	now                        time.Time
+	since                      time.Time // LearnOptions.Since
 }
 
 func newLearnEnv(t testing.TB) *learnEnv {
@@ -67,6 +68,7 @@ func newLearnEnv(t testing.TB) *learnEnv {
 func (e *learnEnv) opts() LearnOptions {
 	return LearnOptions{
 		Now:       e.now,
+		Since:     e.since,
 		Dir:       e.dir,
 		Home:      e.home,
 		Env:       e.env,
