@@ -232,7 +232,14 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
-		ops := filters.Into(hostid.Idmapped(idmappable(c.exposes, h.firejail), append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
+		mapped := idmappable(c.exposes, h.firejail)
+		ops := filters.Into(hostid.Idmapped(mapped, append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
+		if c.net != nil && idmappedFile(mapped, "/etc/hosts") {
+			// firejail takes --hosts-file only over an /etc/hosts that root owns:
+			// idmapped, the host's is the program's uid's. The filter's goes over
+			// it first (a file of the supervisor's, root's).
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/hosts", Data: c.net.filter.Hosts()})
+		}
 		if netns != "" {
 			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewNetNS, Path: netns})
 		}
@@ -313,6 +320,21 @@ func idmappable(exposes []policy.Expose, binary string) []policy.Expose {
 		}
 	}
 	return out
+}
+
+// idmappedFile reports whether the regular file path lies in one of the exposed
+// directories that are idmapped.
+func idmappedFile(exposes []policy.Expose, path string) bool {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	for _, e := range exposes {
+		if hostview.Within(path, e.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxArgs is firejail's limit on its arguments (MAX_ARGS).
