@@ -310,13 +310,39 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 
 // idmappable are the exposures firejail can have idmapped: not one that holds
 // the firejail binary (idmapped, its setuid root would be setuid to the program's
-// uid) or its state directory (/run/firejail, which firejail checks is root's).
-// Those are read as any user reads them.
+// uid), its helpers' directory (/usr/lib/x86_64-linux-gnu/firejail: firejail
+// refuses to run a helper that root does not own) or its state directory
+// (/run/firejail, which firejail checks is root's). Those are read as any user
+// reads them.
 func idmappable(exposes []policy.Expose, binary string) []policy.Expose {
+	own := append([]string{"/run/firejail", binary}, helperDirs(binary)...)
 	var out []policy.Expose
 	for _, e := range exposes {
-		if !hostview.Within("/run/firejail", e.Path) && !hostview.Within(binary, e.Path) {
+		mapped := true
+		for _, p := range own {
+			if hostview.Within(p, e.Path) {
+				mapped = false
+			}
+		}
+		if mapped {
 			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// helperDirs are the directories where firejail may keep its helper programs
+// (fnet, fseccomp...): PREFIX/lib/firejail, PREFIX/lib64/firejail and
+// PREFIX/lib/<multiarch>/firejail, for the PREFIX of the binary.
+func helperDirs(binary string) []string {
+	prefix := filepath.Dir(filepath.Dir(binary))
+	var out []string
+	for _, pattern := range []string{"lib/firejail", "lib64/firejail", "lib/*/firejail"} {
+		m, _ := filepath.Glob(filepath.Join(prefix, pattern))
+		for _, d := range m {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				out = append(out, real)
+			}
 		}
 	}
 	return out
