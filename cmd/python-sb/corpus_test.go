@@ -58,6 +58,9 @@ type corpusProgram struct {
 	// only restricts the program to these Python versions (a library installed
 	// for one only).
 	only []string
+	// module, when set, is a module the interpreter must have (Debian's
+	// python3-pytest, python3-requests): the program is skipped without it.
+	module string
 	// want must be in the learned run's output: the program did its work.
 	want string
 	// refused, when set, is run enforced after the comparison, with {port}
@@ -227,6 +230,7 @@ except requests.ConnectionError as e:
 `},
 		args:    []string{"app.py", "{port}"},
 		only:    []string{"3.11"},
+		module:  "requests",
 		want:    "200 hello from the test",
 		refused: "refused NewConnectionError",
 	},
@@ -247,10 +251,11 @@ def test_read_data():
 `,
 			"data.txt": "data\n",
 		},
-		args:  []string{"-m", "pytest", "-q"},
-		learn: "--learn",
-		only:  []string{"3.11"},
-		want:  "3 passed",
+		args:   []string{"-m", "pytest", "-q"},
+		learn:  "--learn",
+		only:   []string{"3.11"},
+		module: "pytest",
+		want:   "3 passed",
 	},
 }
 
@@ -354,6 +359,11 @@ func runCorpusProgram(t *testing.T, python string, prog corpusProgram, providers
 	name string
 	args []string
 }, hello, other int) {
+	if prog.module != "" {
+		if out, err := exec.Command(python, "-c", "import "+prog.module).CombinedOutput(); err != nil {
+			t.Skipf("%s has no module %s (Debian: python3-%s): %v %s", python, prog.module, prog.module, err, out)
+		}
+	}
 	dir := t.TempDir()
 	for name, text := range prog.files {
 		write(t, filepath.Join(dir, name), text)
