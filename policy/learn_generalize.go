@@ -78,11 +78,13 @@ import (
 // resolver's order of the run (getaddrinfo sorts the wildcard addresses by the
 // interfaces and sockets it may use, which differ in a sandbox), and an IN rule
 // on 0.0.0.0 is the one the namespace providers forward from the host's loopback
-// (an IN rule on * only lets the program listen). A name or an address is written
-// ${VAR} when a variable the program read (Observations.Env) holds exactly it; the
-// port is written ${VAR} only when such a variable is a port by its name (a
-// component PORT of it, any case: PORT, APP_PORT, Http_Port2; not REPORT or
-// IMPORT_DIR) and holds exactly that number, never for port 0 (an ephemeral bind).
+// (an IN rule on * only lets the program listen). A name is written ${VAR} when a
+// variable the program read (Observations.Env) holds exactly it (an address stays
+// literal: a variable that happens to hold it, no_proxy=127.0.0.1, is no reason
+// to make the rule depend on it); the port is written ${VAR} only when such a
+// variable is a port by its name (a component PORT of it, any case: PORT,
+// APP_PORT, Http_Port2; not REPORT or IMPORT_DIR) and holds exactly that number,
+// never for port 0 (an ephemeral bind).
 // Each access is one line (no port lists: a list would change from one run to
 // the next and defeat the verbatim check); an access the profile already allows is
 // skipped, and one an explicit DENY rule refuses gets a comment instead (DENY
@@ -776,12 +778,6 @@ func (g *learnGen) netLine(n *Network, a NetAccess, host string, ip netip.Addr) 
 		}
 	} else {
 		network = ip.String()
-		if v := g.varHolding(func(val string) bool {
-			vip, err := netip.ParseAddr(val)
-			return err == nil && canonAddr(vip) == ip
-		}); v != "" && !ip.IsUnspecified() {
-			network = "${" + v + "}"
-		}
 	}
 	port := strconv.Itoa(int(a.Port))
 	if a.Port != 0 {
