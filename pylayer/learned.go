@@ -273,21 +273,36 @@ func programAccesses(ctx context.Context, interp string, progs []ranProgram) []p
 	defer cancel()
 	shared := &needs.Interpreters{}
 	own := map[string]bool{}
+	var ownDirs []string
 	if interp != "" {
 		r := needs.Resolver{Interpreters: shared}
 		if ns, err := r.Needs(ctx, interp); err == nil {
 			for _, n := range ns {
 				own[n.Path] = true
+				if n.Dir {
+					ownDirs = append(ownDirs, n.Path)
+				}
 				for _, a := range n.Aliases {
 					own[a] = true
 				}
 			}
 		}
 	}
+	granted := func(path string) bool {
+		if own[path] {
+			return true
+		}
+		for _, d := range ownDirs {
+			if strings.HasPrefix(path, d+"/") {
+				return true
+			}
+		}
+		return false
+	}
 	var out []policy.FileAccess
 	seen := map[string]bool{}
 	add := func(path string, dir bool) {
-		if seen[path] || own[path] {
+		if seen[path] || granted(path) {
 			return
 		}
 		seen[path] = true
@@ -317,7 +332,7 @@ func programAccesses(ctx context.Context, interp string, progs []ranProgram) []p
 			for _, n := range ns {
 				add(n.Path, n.Dir)
 				for _, a := range n.Aliases {
-					if own[a] {
+					if granted(a) {
 						continue // the interpreter's way to the same file: set up already
 					}
 					for _, l := range linkChain(a) {
