@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"unicode/utf8"
@@ -15,6 +14,8 @@ type decoder struct {
 	o     UnpickleOptions
 	proto int
 	ops   int
+	arg   uint64 // the fixed argument of d.op (opInfo.arg), little-endian
+	argb  []byte // its bytes
 
 	stack []any
 	marks []int
@@ -118,8 +119,15 @@ func (d *decoder) stop() (any, error) {
 	return d.finish(v)
 }
 
-// step runs the opcode d.op, by family.
+// step reads the fixed argument of d.op and runs it, by family.
 func (d *decoder) step() error {
+	if n := opTable[d.op].arg; n > 0 {
+		b, err := d.need(uint64(n))
+		if err != nil {
+			return err
+		}
+		d.argb, d.arg = b, leUint(b)
+	}
 	switch d.op {
 	case opPROTO, opFRAME, opMARK, opPOP, opPOP_MARK:
 		return d.stepControl()
@@ -151,7 +159,7 @@ func (d *decoder) refuse() error {
 	case opINST, opOBJ:
 		return d.errAt(ErrForbiddenOpcode, "protocol 0/1 object construction is refused")
 	}
-	if _, known := opNames[d.op]; known {
+	if opTable[d.op].name != "" {
 		return d.errAt(ErrForbiddenOpcode, "protocol 0/1 opcode, not written by CPython at protocol 2+")
 	}
 	return d.errAt(ErrForbiddenOpcode, "unknown opcode")
@@ -162,10 +170,7 @@ func (d *decoder) refuse() error {
 func (d *decoder) stepControl() error {
 	switch d.op {
 	case opPROTO:
-		v, err := d.u8()
-		if err != nil {
-			return err
-		}
+		v := d.arg
 		if d.ops != 1 {
 			return d.errAt(ErrMalformed, "PROTO after the start of the stream")
 		}
@@ -174,12 +179,8 @@ func (d *decoder) stepControl() error {
 		}
 		d.proto = int(v)
 	case opFRAME:
-		n, err := d.u64()
-		if err != nil {
-			return err
-		}
-		if n > uint64(len(d.data)-d.pos) {
-			return d.errAt(ErrTruncated, "frame of %d bytes, %d left", n, len(d.data)-d.pos)
+		if d.arg > uint64(len(d.data)-d.pos) {
+			return d.errAt(ErrTruncated, "frame of %d bytes, %d left", d.arg, len(d.data)-d.pos)
 		}
 	case opMARK:
 		if len(d.marks) >= d.o.MaxMark {
@@ -214,38 +215,6 @@ func (d *decoder) need(n uint64) ([]byte, error) {
 	b := d.data[d.pos : d.pos+int(n)]
 	d.pos += int(n)
 	return b, nil
-}
-
-func (d *decoder) u8() (uint64, error) {
-	b, err := d.need(1)
-	if err != nil {
-		return 0, err
-	}
-	return uint64(b[0]), nil
-}
-
-func (d *decoder) u16() (uint64, error) {
-	b, err := d.need(2)
-	if err != nil {
-		return 0, err
-	}
-	return uint64(binary.LittleEndian.Uint16(b)), nil
-}
-
-func (d *decoder) u32() (uint64, error) {
-	b, err := d.need(4)
-	if err != nil {
-		return 0, err
-	}
-	return uint64(binary.LittleEndian.Uint32(b)), nil
-}
-
-func (d *decoder) u64() (uint64, error) {
-	b, err := d.need(8)
-	if err != nil {
-		return 0, err
-	}
-	return binary.LittleEndian.Uint64(b), nil
 }
 
 func (d *decoder) readLine() (string, error) {

@@ -21,33 +21,13 @@ func (d *decoder) stepMemo() error {
 		}
 		return d.memoPut(uint64(d.memoCount), v)
 	case opBINPUT, opLONG_BINPUT:
-		var idx uint64
-		var err error
-		if d.op == opBINPUT {
-			idx, err = d.u8()
-		} else {
-			idx, err = d.u32()
-		}
-		if err != nil {
-			return err
-		}
 		v, err := d.top()
 		if err != nil {
 			return err
 		}
-		return d.memoPut(idx, v)
+		return d.memoPut(d.arg, v)
 	}
-	var idx uint64
-	var err error
-	if d.op == opBINGET {
-		idx, err = d.u8()
-	} else {
-		idx, err = d.u32()
-	}
-	if err != nil {
-		return err
-	}
-	v, err := d.memoGet(idx)
+	v, err := d.memoGet(d.arg)
 	if err != nil {
 		return err
 	}

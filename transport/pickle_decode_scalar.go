@@ -17,47 +17,18 @@ func (d *decoder) stepNumber() error {
 	case opNEWFALSE:
 		return d.push(false)
 	case opBININT:
-		b, err := d.need(4)
-		if err != nil {
-			return err
-		}
-		return d.pushNew(int64(int32(binary.LittleEndian.Uint32(b))))
+		return d.pushNew(int64(int32(d.arg)))
 	case opBININT1:
-		v, err := d.u8()
-		if err != nil {
-			return err
-		}
-		return d.push(int64(v))
+		return d.push(int64(d.arg)) // 0..255: Go boxes them without allocating
 	case opBININT2:
-		v, err := d.u16()
-		if err != nil {
-			return err
-		}
-		return d.pushNew(int64(v))
+		return d.pushNew(int64(d.arg))
 	case opBINFLOAT:
-		b, err := d.need(8)
-		if err != nil {
-			return err
-		}
-		return d.pushNew(math.Float64frombits(binary.BigEndian.Uint64(b)))
+		return d.pushNew(math.Float64frombits(binary.BigEndian.Uint64(d.argb)))
 	}
-	var n uint64
-	var err error
-	if d.op == opLONG1 {
-		n, err = d.u8()
-	} else {
-		var b []byte
-		b, err = d.need(4)
-		if err == nil {
-			s := int32(binary.LittleEndian.Uint32(b))
-			if s < 0 {
-				return d.errAt(ErrMalformed, "LONG pickle has negative byte count")
-			}
-			n = uint64(s)
-		}
-	}
-	if err != nil {
-		return err
+	// LONG1, LONG4
+	n := d.arg
+	if d.op == opLONG4 && int32(n) < 0 {
+		return d.errAt(ErrMalformed, "LONG pickle has negative byte count")
 	}
 	if n > uint64(d.o.MaxIntBytes) {
 		return d.budget("MaxIntBytes", "integer of %d bytes, limit %d", n, d.o.MaxIntBytes)
@@ -77,46 +48,23 @@ func (d *decoder) stepNumber() error {
 func (d *decoder) stepText() error {
 	switch d.op {
 	case opSHORT_BINUNI, opBINUNICODE, opBINUNICODE8:
-		n, err := d.lenArg(opSHORT_BINUNI, opBINUNICODE)
-		if err != nil {
-			return err
-		}
-		s, err := d.readString(n)
+		s, err := d.readString(d.arg)
 		if err != nil {
 			return err
 		}
 		return d.push(s)
-	case opSHORT_BINBYTES, opBINBYTES, opBINBYTES8:
-		n, err := d.lenArg(opSHORT_BINBYTES, opBINBYTES)
+	case opBYTEARRAY8:
+		b, err := d.readBytes(d.arg)
 		if err != nil {
 			return err
 		}
-		b, err := d.readBytes(n)
-		if err != nil {
-			return err
-		}
-		return d.push(b)
+		return d.push(ByteArray(b))
 	}
-	n, err := d.u64()
+	b, err := d.readBytes(d.arg)
 	if err != nil {
 		return err
 	}
-	b, err := d.readBytes(n)
-	if err != nil {
-		return err
-	}
-	return d.push(ByteArray(b))
-}
-
-// lenArg reads the length argument of a SHORT_ (1 byte), 4-byte or 8-byte opcode.
-func (d *decoder) lenArg(short, four byte) (uint64, error) {
-	switch d.op {
-	case short:
-		return d.u8()
-	case four:
-		return d.u32()
-	}
-	return d.u64()
+	return d.push(b)
 }
 
 func (d *decoder) checkLen(n uint64, what string) error {

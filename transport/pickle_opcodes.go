@@ -1,6 +1,9 @@
 package transport
 
-import "fmt"
+import (
+	"encoding/binary"
+	"fmt"
+)
 
 // Opcodes (pickletools names).
 const (
@@ -74,30 +77,63 @@ const (
 	opREADONLY_BUFFER = 0x98
 )
 
-var opNames = map[byte]string{
-	opMARK: "MARK", opSTOP: "STOP", opPOP: "POP", opPOP_MARK: "POP_MARK", opDUP: "DUP",
-	opFLOAT: "FLOAT", opINT: "INT", opBININT: "BININT", opBININT1: "BININT1", opLONG: "LONG",
-	opBININT2: "BININT2", opNONE: "NONE", opPERSID: "PERSID", opBINPERSID: "BINPERSID",
-	opREDUCE: "REDUCE", opSTRING: "STRING", opBINSTRING: "BINSTRING",
-	opSHORT_BINSTRING: "SHORT_BINSTRING", opUNICODE: "UNICODE", opBINUNICODE: "BINUNICODE",
-	opAPPEND: "APPEND", opBUILD: "BUILD", opGLOBAL: "GLOBAL", opDICT: "DICT",
-	opEMPTY_DICT: "EMPTY_DICT", opAPPENDS: "APPENDS", opGET: "GET", opBINGET: "BINGET",
-	opINST: "INST", opLONG_BINGET: "LONG_BINGET", opLIST: "LIST", opEMPTY_LIST: "EMPTY_LIST",
-	opOBJ: "OBJ", opPUT: "PUT", opBINPUT: "BINPUT", opLONG_BINPUT: "LONG_BINPUT",
-	opSETITEM: "SETITEM", opTUPLE: "TUPLE", opEMPTY_TUPLE: "EMPTY_TUPLE", opSETITEMS: "SETITEMS",
-	opBINFLOAT: "BINFLOAT", opPROTO: "PROTO", opNEWOBJ: "NEWOBJ", opEXT1: "EXT1", opEXT2: "EXT2",
-	opEXT4: "EXT4", opTUPLE1: "TUPLE1", opTUPLE2: "TUPLE2", opTUPLE3: "TUPLE3",
-	opNEWTRUE: "NEWTRUE", opNEWFALSE: "NEWFALSE", opLONG1: "LONG1", opLONG4: "LONG4",
-	opBINBYTES: "BINBYTES", opSHORT_BINBYTES: "SHORT_BINBYTES", opSHORT_BINUNI: "SHORT_BINUNICODE",
-	opBINUNICODE8: "BINUNICODE8", opBINBYTES8: "BINBYTES8", opEMPTY_SET: "EMPTY_SET",
-	opADDITEMS: "ADDITEMS", opFROZENSET: "FROZENSET", opNEWOBJ_EX: "NEWOBJ_EX",
-	opSTACK_GLOBAL: "STACK_GLOBAL", opMEMOIZE: "MEMOIZE", opFRAME: "FRAME",
-	opBYTEARRAY8: "BYTEARRAY8", opNEXT_BUFFER: "NEXT_BUFFER", opREADONLY_BUFFER: "READONLY_BUFFER",
+// opInfo is what the decoder and its first pass know of an opcode before they run
+// it: its name, and the argument that follows it in the stream.
+type opInfo struct {
+	name string
+	// arg is the size in bytes of the opcode's fixed argument, for the opcodes
+	// Unpickle accepts: a little-endian integer (BINFLOAT's is a big-endian
+	// float), or the length of the data that follows when data is set. GLOBAL's
+	// argument is two lines.
+	arg  uint8
+	data bool
+}
+
+var opTable = [256]opInfo{
+	opMARK: {name: "MARK"}, opSTOP: {name: "STOP"}, opPOP: {name: "POP"}, opPOP_MARK: {name: "POP_MARK"},
+	opPROTO: {name: "PROTO", arg: 1}, opFRAME: {name: "FRAME", arg: 8},
+	opMEMOIZE: {name: "MEMOIZE"}, opBINPUT: {name: "BINPUT", arg: 1}, opLONG_BINPUT: {name: "LONG_BINPUT", arg: 4},
+	opBINGET: {name: "BINGET", arg: 1}, opLONG_BINGET: {name: "LONG_BINGET", arg: 4},
+	opNONE: {name: "NONE"}, opNEWTRUE: {name: "NEWTRUE"}, opNEWFALSE: {name: "NEWFALSE"},
+	opBININT: {name: "BININT", arg: 4}, opBININT1: {name: "BININT1", arg: 1}, opBININT2: {name: "BININT2", arg: 2},
+	opLONG1: {name: "LONG1", arg: 1, data: true}, opLONG4: {name: "LONG4", arg: 4, data: true},
+	opBINFLOAT:     {name: "BINFLOAT", arg: 8},
+	opSHORT_BINUNI: {name: "SHORT_BINUNICODE", arg: 1, data: true}, opBINUNICODE: {name: "BINUNICODE", arg: 4, data: true},
+	opBINUNICODE8: {name: "BINUNICODE8", arg: 8, data: true}, opSHORT_BINBYTES: {name: "SHORT_BINBYTES", arg: 1, data: true},
+	opBINBYTES: {name: "BINBYTES", arg: 4, data: true}, opBINBYTES8: {name: "BINBYTES8", arg: 8, data: true},
+	opBYTEARRAY8: {name: "BYTEARRAY8", arg: 8, data: true},
+	opEMPTY_LIST: {name: "EMPTY_LIST"}, opAPPEND: {name: "APPEND"}, opAPPENDS: {name: "APPENDS"},
+	opEMPTY_DICT: {name: "EMPTY_DICT"}, opSETITEM: {name: "SETITEM"}, opSETITEMS: {name: "SETITEMS"},
+	opEMPTY_TUPLE: {name: "EMPTY_TUPLE"}, opTUPLE1: {name: "TUPLE1"}, opTUPLE2: {name: "TUPLE2"},
+	opTUPLE3: {name: "TUPLE3"}, opTUPLE: {name: "TUPLE"},
+	opEMPTY_SET: {name: "EMPTY_SET"}, opADDITEMS: {name: "ADDITEMS"}, opFROZENSET: {name: "FROZENSET"},
+	opSTACK_GLOBAL: {name: "STACK_GLOBAL"}, opGLOBAL: {name: "GLOBAL"}, opREDUCE: {name: "REDUCE"},
+	opNEWOBJ: {name: "NEWOBJ"}, opNEWOBJ_EX: {name: "NEWOBJ_EX"}, opBUILD: {name: "BUILD"},
+	// Refused.
+	opDUP: {name: "DUP"}, opFLOAT: {name: "FLOAT"}, opINT: {name: "INT"}, opLONG: {name: "LONG"},
+	opPERSID: {name: "PERSID"}, opBINPERSID: {name: "BINPERSID"}, opSTRING: {name: "STRING"},
+	opBINSTRING: {name: "BINSTRING"}, opSHORT_BINSTRING: {name: "SHORT_BINSTRING"}, opUNICODE: {name: "UNICODE"},
+	opDICT: {name: "DICT"}, opGET: {name: "GET"}, opINST: {name: "INST"}, opLIST: {name: "LIST"},
+	opOBJ: {name: "OBJ"}, opPUT: {name: "PUT"}, opEXT1: {name: "EXT1"}, opEXT2: {name: "EXT2"}, opEXT4: {name: "EXT4"},
+	opNEXT_BUFFER: {name: "NEXT_BUFFER"}, opREADONLY_BUFFER: {name: "READONLY_BUFFER"},
 }
 
 func opName(op byte) string {
-	if n, ok := opNames[op]; ok {
+	if n := opTable[op].name; n != "" {
 		return n
 	}
 	return fmt.Sprintf("0x%02x", op)
+}
+
+// leUint reads a little-endian unsigned integer of 1, 2, 4 or 8 bytes.
+func leUint(b []byte) uint64 {
+	switch len(b) {
+	case 1:
+		return uint64(b[0])
+	case 2:
+		return uint64(binary.LittleEndian.Uint16(b))
+	case 4:
+		return uint64(binary.LittleEndian.Uint32(b))
+	}
+	return binary.LittleEndian.Uint64(b)
 }

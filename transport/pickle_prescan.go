@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"encoding/binary"
 	"math"
 	"math/bits"
 )
@@ -124,79 +123,25 @@ func (p *prescan) run(data []byte, limit int) {
 	for pos < len(data) {
 		op := data[pos]
 		pos++
-		var n uint64 // argument bytes to skip
-		var lenBytes int
-		ok := true
-		switch op {
-		case opSTOP:
+		info := &opTable[op]
+		var arg uint64
+		if info.arg > 0 {
+			if int(info.arg) > len(data)-pos {
+				return
+			}
+			arg = leUint(data[pos : pos+int(info.arg)])
+			pos += int(info.arg)
+		}
+		if info.data {
+			if op == opLONG4 && int32(arg) < 0 || arg > uint64(len(data)-pos) {
+				return
+			}
+			pos += int(arg)
+		}
+		if !p.op(op, arg, &memoCount, limit) {
 			return
-		case opBINGET, opLONG_BINGET:
-			var idx uint64
-			if op == opBINGET {
-				if pos+1 > len(data) {
-					return
-				}
-				idx, n = uint64(data[pos]), 1
-			} else {
-				if pos+4 > len(data) {
-					return
-				}
-				idx, n = uint64(binary.LittleEndian.Uint32(data[pos:])), 4
-			}
-			if idx < uint64(limit) {
-				p.reads[idx/64] |= 1 << (idx % 64)
-			}
-			id := int32(-1)
-			if idx < uint64(len(p.memo)) {
-				id = p.memo[idx]
-			}
-			ok = p.push(&p.stack, id)
-		case opMEMOIZE:
-			ok = p.memoPut(uint64(memoCount))
-			memoCount++
-		case opBINPUT, opLONG_BINPUT:
-			var idx uint64
-			if op == opBINPUT {
-				if pos+1 > len(data) {
-					return
-				}
-				idx, n = uint64(data[pos]), 1
-			} else {
-				if pos+4 > len(data) {
-					return
-				}
-				idx, n = uint64(binary.LittleEndian.Uint32(data[pos:])), 4
-			}
-			if idx >= uint64(len(p.memo)) {
-				memoCount++
-			}
-			ok = p.memoPut(idx)
-		case opPROTO:
-			n = 1
-		case opFRAME:
-			n = 8
-		case opBININT1:
-			n = 1
-			ok = p.push(&p.stack, -1)
-		case opBININT2:
-			n = 2
-			ok = p.push(&p.stack, -1)
-		case opBININT:
-			n = 4
-			ok = p.push(&p.stack, -1)
-		case opBINFLOAT:
-			n = 8
-			ok = p.push(&p.stack, -1)
-		case opLONG1, opSHORT_BINUNI, opSHORT_BINBYTES:
-			lenBytes = 1
-			ok = p.push(&p.stack, -1)
-		case opLONG4, opBINUNICODE, opBINBYTES:
-			lenBytes = 4
-			ok = p.push(&p.stack, -1)
-		case opBINUNICODE8, opBINBYTES8, opBYTEARRAY8:
-			lenBytes = 8
-			ok = p.push(&p.stack, -1)
-		case opGLOBAL:
+		}
+		if op == opGLOBAL {
 			for lines := 0; lines < 2; pos++ {
 				if pos >= len(data) {
 					return
@@ -205,72 +150,75 @@ func (p *prescan) run(data []byte, limit int) {
 					lines++
 				}
 			}
-			ok = p.push(&p.stack, -1)
-		case opNONE, opNEWTRUE, opNEWFALSE, opEMPTY_TUPLE:
-			ok = p.push(&p.stack, -1)
-		case opEMPTY_LIST, opEMPTY_DICT, opEMPTY_SET:
-			ok = p.push(&p.stack, int32(len(p.count))) && p.push(&p.count, 0)
-		case opMARK:
-			ok = len(p.marks) < p.d.o.MaxMark && p.push(&p.marks, int32(len(p.stack)))
-		case opPOP:
-			if len(p.marks) > 0 && int32(len(p.stack)) == p.marks[len(p.marks)-1] {
-				p.marks = p.marks[:len(p.marks)-1]
-			} else {
-				ok = p.pop(1)
-			}
-		case opPOP_MARK:
-			ok = p.popMark() >= 0
-		case opTUPLE1, opTUPLE2, opTUPLE3:
-			ok = p.pop(int(op-opTUPLE1)+1) && p.push(&p.stack, -1)
-		case opTUPLE, opFROZENSET:
-			ok = p.popMark() >= 0 && p.push(&p.stack, -1)
-		case opAPPEND:
-			ok = p.pop(1)
-			p.add(p.top(), 1)
-		case opSETITEM:
-			ok = p.pop(2)
-			p.add(p.top(), 1)
-		case opAPPENDS, opSETITEMS, opADDITEMS:
-			k := p.popMark()
-			ok = k >= 0
-			if op == opSETITEMS {
-				k /= 2
-			}
-			p.add(p.top(), k)
-		case opSTACK_GLOBAL, opREDUCE, opNEWOBJ:
-			ok = p.pop(2) && p.push(&p.stack, -1)
-		case opNEWOBJ_EX:
-			ok = p.pop(3) && p.push(&p.stack, -1)
-		case opBUILD:
-			ok = p.pop(1)
-		default:
-			return
 		}
-		if !ok {
-			return
-		}
-		if lenBytes > 0 {
-			if pos+lenBytes > len(data) {
-				return
-			}
-			switch lenBytes {
-			case 1:
-				n = uint64(data[pos])
-			case 4:
-				n = uint64(binary.LittleEndian.Uint32(data[pos:]))
-				if op == opLONG4 && int32(n) < 0 {
-					return
-				}
-			default:
-				n = binary.LittleEndian.Uint64(data[pos:])
-			}
-			pos += lenBytes
-		}
-		if n > uint64(len(data)-pos) {
-			return
-		}
-		pos += int(n)
 	}
+}
+
+// op follows the stack through one opcode; false stops the pass (STOP, or an
+// opcode it cannot follow).
+func (p *prescan) op(op byte, arg uint64, memoCount *int, limit int) bool {
+	switch op {
+	case opBINGET, opLONG_BINGET:
+		if arg < uint64(limit) {
+			p.reads[arg/64] |= 1 << (arg % 64)
+		}
+		id := int32(-1)
+		if arg < uint64(len(p.memo)) {
+			id = p.memo[arg]
+		}
+		return p.push(&p.stack, id)
+	case opMEMOIZE:
+		*memoCount++
+		return p.memoPut(uint64(*memoCount - 1))
+	case opBINPUT, opLONG_BINPUT:
+		if arg >= uint64(len(p.memo)) {
+			*memoCount++
+		}
+		return p.memoPut(arg)
+	case opPROTO, opFRAME:
+		return true
+	case opNONE, opNEWTRUE, opNEWFALSE, opEMPTY_TUPLE, opBININT, opBININT1, opBININT2, opBINFLOAT, opLONG1, opLONG4,
+		opSHORT_BINUNI, opBINUNICODE, opBINUNICODE8, opSHORT_BINBYTES, opBINBYTES, opBINBYTES8, opBYTEARRAY8, opGLOBAL:
+		return p.push(&p.stack, -1)
+	case opEMPTY_LIST, opEMPTY_DICT, opEMPTY_SET:
+		return p.push(&p.stack, int32(len(p.count))) && p.push(&p.count, 0)
+	case opMARK:
+		return len(p.marks) < p.d.o.MaxMark && p.push(&p.marks, int32(len(p.stack)))
+	case opPOP:
+		if len(p.marks) > 0 && int32(len(p.stack)) == p.marks[len(p.marks)-1] {
+			p.marks = p.marks[:len(p.marks)-1]
+			return true
+		}
+		return p.pop(1)
+	case opPOP_MARK:
+		return p.popMark() >= 0
+	case opTUPLE1, opTUPLE2, opTUPLE3:
+		return p.pop(int(op-opTUPLE1)+1) && p.push(&p.stack, -1)
+	case opTUPLE, opFROZENSET:
+		return p.popMark() >= 0 && p.push(&p.stack, -1)
+	case opAPPEND:
+		ok := p.pop(1)
+		p.add(p.top(), 1)
+		return ok
+	case opSETITEM:
+		ok := p.pop(2)
+		p.add(p.top(), 1)
+		return ok
+	case opAPPENDS, opSETITEMS, opADDITEMS:
+		k := p.popMark()
+		if op == opSETITEMS {
+			k /= 2
+		}
+		p.add(p.top(), k)
+		return k >= 0
+	case opSTACK_GLOBAL, opREDUCE, opNEWOBJ:
+		return p.pop(2) && p.push(&p.stack, -1)
+	case opNEWOBJ_EX:
+		return p.pop(3) && p.push(&p.stack, -1)
+	case opBUILD:
+		return p.pop(1)
+	}
+	return false // STOP, or an opcode the decoder refuses
 }
 
 // prepare runs the first pass. Its bitmap and ranks (an eighth and a sixteenth of
