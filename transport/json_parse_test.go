@@ -93,3 +93,36 @@ func mustHex(t *testing.T, s string) []byte {
 	}
 	return b
 }
+
+// FuzzParseJSON: any text parses or fails with an error, never panics; what
+// parses converts back with JSON to a text that parses to the same value, and
+// Pickle encodes it.
+func FuzzParseJSON(f *testing.F) {
+	for _, s := range []string{`null`, `[1, "a", {"b": [true, 1.5e3]}]`, `{"a": 1, "a": 2}`, `-0`, `1e400`,
+		`123456789012345678901234567890`, `"\ud800"`, `[[[[]]]]`, `{"x": {"y": {}}}`, `"\u0000"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := ParseJSON(data)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "transport: json: ") {
+				t.Fatalf("error without the package's prefix: %v", err)
+			}
+			return
+		}
+		out, err := JSON(v)
+		if err != nil {
+			t.Fatalf("JSON of parsed %s: %v", repr(v), err)
+		}
+		back, err := ParseJSON(out)
+		if err != nil {
+			t.Fatalf("JSON %q of parsed %q does not parse: %v", out, data, err)
+		}
+		if a, b := repr(normalize(v, false)), repr(normalize(back, false)); a != b {
+			t.Fatalf("ParseJSON(JSON(v)) differs: %s", reprDiff(a, b))
+		}
+		if _, err := Pickle(v); err != nil {
+			t.Fatalf("parsed %s does not pickle: %v", repr(v), err)
+		}
+	})
+}
