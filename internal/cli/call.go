@@ -94,11 +94,17 @@ func (o *callOptions) parseCallOperands(operands []string) error {
 	for k, a := range operands[1:] {
 		v, err := transport.ParseJSON([]byte(a))
 		if err != nil {
-			return usagef("argument %d %s: %v", k+1, quoteArg(a), err)
+			return usagef("argument %d %s: not JSON: %s", k+1, quoteArg(a), jsonReason(err))
 		}
 		o.args = append(o.args, v)
 	}
 	return o.check()
+}
+
+// jsonReason is what a transport.ParseJSON error says, without the package's
+// prefix.
+func jsonReason(err error) string {
+	return strings.TrimPrefix(err.Error(), "transport: json: ")
 }
 
 func quoteArg(s string) string {

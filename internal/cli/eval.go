@@ -90,7 +90,7 @@ func (o *evalOptions) readSource(operands []string, stdin io.Reader) error {
 func (o *evalOptions) setNames(value string) error {
 	v, err := transport.ParseJSON([]byte(value))
 	if err != nil {
-		return err
+		return errors.New(jsonReason(err))
 	}
 	d, ok := v.(transport.Dict)
 	if ok {
