@@ -716,7 +716,7 @@ func (d *differ) evalScalars(ap, bp *EvalProfile) {
 func (d *differ) control() {
 	if a, ar := d.a.OSSandbox(); ar != nil {
 		b, _ := d.b.OSSandbox()
-		if a != b {
+		if a != b && osSandboxRank(a) >= osSandboxRank(b) {
 			risk, why := gradeOSSandbox(a, b)
 			d.add(Grant{Risk: risk, Family: FamilyControl, Grant: ar.Raw, Rule: *ar, Reason: why})
 		} else if _, br := d.b.OSSandbox(); strings.Contains(ar.Raw, "${") && (br == nil || !strings.Contains(br.Raw, "${")) {
@@ -754,6 +754,19 @@ func (d *differ) control() {
 	}
 }
 
+// osSandboxRank orders the OS providers by how little they confine: none, then
+// subprocess, then every real provider (which refuses to start unless it
+// enforces every rule). A change to a lower rank narrows the profile.
+func osSandboxRank(name string) int {
+	switch name {
+	case "none":
+		return 2
+	case "subprocess":
+		return 1
+	}
+	return 0
+}
+
 // providers reports the provider parameters that are new.
 func (d *differ) providers() {
 	had := map[string]bool{}
@@ -767,8 +780,26 @@ func (d *differ) providers() {
 			if had[strings.TrimSpace(p.Raw)] {
 				continue
 			}
-			d.add(Grant{Risk: RiskMedium, Family: FamilyProvider, Grant: p.Raw, Rule: p.Rule,
-				Reason: fmt.Sprintf("a parameter of the %s provider, passed to it as written: check what it changes", name)})
+			risk, why := gradeProviderParam(p)
+			d.add(Grant{Risk: risk, Family: FamilyProvider, Grant: p.Raw, Rule: p.Rule, Reason: why})
+		}
+	}
+	// A parameter the new profile no longer passes: a limit or a hardening
+	// option it set is gone.
+	has := map[string]bool{}
+	for _, ps := range d.a.provider {
+		for _, p := range ps {
+			has[p.Provider+"."+p.Name] = true
+		}
+	}
+	for _, name := range slices.Sorted(mapKeys(d.b.provider)) {
+		for _, p := range d.b.provider[name] {
+			if has[p.Provider+"."+p.Name] {
+				continue
+			}
+			has[p.Provider+"."+p.Name] = true
+			d.add(Grant{Risk: RiskMedium, Family: FamilyProvider, Grant: "-" + p.Raw, Rule: p.Rule, Removed: true,
+				Reason: fmt.Sprintf("'%s' is removed: the %s provider's default applies again; if it set a limit or hardened the sandbox, that is gone", p.Raw, name)})
 		}
 	}
 }

@@ -41,6 +41,19 @@ var diffHighEvalCalls = []string{"__import__", "open", "eval", "exec", "compile"
 // refuses at run time whatever the profile: granting them grants nothing.
 var diffInertEvalCalls = []string{"setattr", "delattr", "globals", "breakpoint"}
 
+// diffNativeImports are the C modules under the dangerous ones, which a rule may
+// name directly (python-import=_ctypes grants what ctypes does), with what each
+// gives.
+var diffNativeImports = map[string]string{
+	"_ctypes":            "calls any C function and writes any memory",
+	"_testcapi":          "writes memory and calls the interpreter's internals",
+	"_testinternalcapi":  "writes memory and calls the interpreter's internals",
+	"_imp":               "loads any shared library as an extension module",
+	"_xxsubinterpreters": "starts interpreters the Python layer is not injected into",
+	"_interpreters":      "starts interpreters the Python layer is not injected into",
+	"_posixsubprocess":   "starts programs",
+}
+
 // diffCredentialDirs are credential stores under the home directory.
 var diffCredentialDirs = []string{
 	".ssh", ".gnupg", ".aws", ".azure", ".kube", ".docker", ".config/gcloud", ".config/gh",
@@ -171,6 +184,9 @@ func gradeImport(module string) (Risk, string) {
 	if slices.Contains(DangerousImports(), module) {
 		return RiskHigh, fmt.Sprintf("%s is a dangerous module: it can undo the sandbox or run code outside it", module)
 	}
+	if why, ok := diffNativeImports[module]; ok {
+		return RiskHigh, fmt.Sprintf("%s is a native module that %s: it can undo the sandbox", module, why)
+	}
 	return RiskLow, fmt.Sprintf("the program may import %s and its submodules", module)
 }
 
@@ -262,6 +278,15 @@ func gradeEval(key, t string, names []string) (Risk, string) {
 		}
 	}
 	return RiskLow, "evaluated code may use " + shown + " (under its budgets)"
+}
+
+// gradeProviderParam grades a parameter of a provider that the old profile did
+// not pass (or passed with another value).
+func gradeProviderParam(p Param) (Risk, string) {
+	if strings.HasPrefix(p.Name, "rlimit-") || p.Name == "memory" || p.Name == "cpus" {
+		return RiskMedium, fmt.Sprintf("a resource limit of the %s provider: a higher value lets the program use more (a lower one narrows)", p.Provider)
+	}
+	return RiskMedium, fmt.Sprintf("a parameter of the %s provider, passed to it as written: check what it changes", p.Provider)
 }
 
 // gradeOSSandbox grades a change of the OS provider from was to now.
