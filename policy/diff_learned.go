@@ -264,7 +264,7 @@ func ReviewLearned(ctx context.Context, profile, learned string, opts *ReviewOpt
 		}
 		block := learnBlock{entries: []string{text}}
 		if len(plan.sections[sec]) == 0 {
-			block.headers = []string{"# Approved from '" + showLearned + "' after review (pysandboxes approve)"}
+			block.headers = []string{"# Approved from '" + showLearned + "' after review (pysandboxes diff --approve)"}
 		}
 		block.headers = append(block.headers, above...)
 		plan.sections[sec] = append(plan.sections[sec], block)
