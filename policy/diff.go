@@ -283,7 +283,7 @@ func (d *differ) files() {
 			}
 		}
 		for _, p := range points {
-			risk, why := gradeDir(p.path, e.Mode, d.home)
+			risk, why := hostDependent(e.Raw, e.Value)(gradeDir(p.path, e.Mode, d.home))
 			var what string
 			switch {
 			case p.path == e.Path && p.was == nil:
@@ -297,6 +297,21 @@ func (d *differ) files() {
 			}
 			d.add(Grant{Risk: risk, Family: FamilyFiles, Grant: e.Raw, Rule: e.Rule, Reason: what + ": " + why})
 		}
+	}
+}
+
+// hostDependent returns a grading that adds, for a rule whose value reads host
+// variables (raw holds "${"), that the grant follows their values at each
+// launch, and grades it at least medium: the review sees today's values only
+// (value is the rule's value as loaded).
+func hostDependent(raw, value string) func(Risk, string) (Risk, string) {
+	return func(r Risk, why string) (Risk, string) {
+		refs := envRefs(raw)
+		if len(refs) == 0 {
+			return r, why
+		}
+		return max(r, RiskMedium), fmt.Sprintf("%s (the rule reads %s from the host's environment: this is what it gives now, %s; another value at launch grants something else)",
+			why, "${"+strings.Join(refs, "}, ${")+"}", strings.TrimSpace(value))
 	}
 }
 

@@ -112,7 +112,7 @@ func (d *differ) net() {
 		cells := len(ipCuts) * len(portCuts) * len(protos) * len(dirs)
 		cost := cells * (len(aRules) + len(bRules))
 		if cells > 0 && cost/cells != len(aRules)+len(bRules) || cost > budget {
-			risk, why := gradeNet(r)
+			risk, why := hostDependent(r.Raw, r.Network)(gradeNet(r))
 			d.add(Grant{Risk: risk, Family: FamilyNet, Grant: r.Raw, Rule: r.Rule,
 				Reason: why + " (the profiles hold too many net= rules to compare cell by cell: this rule is reviewed as new)"})
 			continue
@@ -142,7 +142,7 @@ func (d *differ) net() {
 		if n == 0 {
 			continue
 		}
-		risk, why := gradeNet(r)
+		risk, why := hostDependent(r.Raw, r.Network)(gradeNet(r))
 		what := "allows " + first
 		if n > 1 {
 			what += fmt.Sprintf(" (and %d more ranges)", n-1)

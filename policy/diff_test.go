@@ -415,3 +415,26 @@ func TestReviewLearned(t *testing.T) {
 	}
 	wantNoGrants(t, r2.Changes)
 }
+
+// TestDiffHostDependent: a files or net= rule that reads a host variable is
+// graded for today's value, and at least medium: another value at launch
+// grants something else.
+func TestDiffHostDependent(t *testing.T) {
+	e := newCoreEnv(t)
+	data := e.mkdir("data")
+	e.env = []string{"DATA=" + data, "API=192.0.2.7"}
+	c := diffTexts(t, e, "", "expose-ro=${DATA}\n")
+	wantGrant(t, c, "expose-ro=${DATA}", RiskMedium, "reads ${DATA}", data)
+	c = diffTexts(t, e, "", "net=ALLOW|tcp|${API}|443|OUT\n")
+	wantGrant(t, c, "net=ALLOW|tcp|${API}|443|OUT", RiskMedium, "reads ${API}")
+	wantNoGrants(t, diffTexts(t, e, "expose-ro=${DATA}\n", "expose-ro=${DATA}\n"))
+}
+
+// TestDiffEvalPattern: a pattern token is reviewed by the names it reaches.
+func TestDiffEvalPattern(t *testing.T) {
+	e := newCoreEnv(t)
+	c := diffTexts(t, e, "eval-call=len\n", "eval-call=len, get*\n")
+	wantGrant(t, c, "eval-call=get*", RiskMedium, "getattr")
+	c = diffTexts(t, e, "eval-call=len\n", "eval-call=len, *port*\n")
+	wantGrant(t, c, "eval-call=*port*", RiskHigh, "__import__")
+}
