@@ -2,7 +2,6 @@ package unshare
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -71,7 +70,7 @@ type compiled struct {
 	exposes []policy.Expose // without those under /proc
 	ignores []policy.Ignore
 	net     *netPlan
-	seccomp json.RawMessage  // nil without seccomp
+	seccomp []byte           // the seccomp filter program; nil without seccomp
 	bind    *supervise.Stage // Landlock TCP bind rights (nil: not restricted)
 
 	resolver *needs.Resolver
@@ -243,9 +242,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)
 		}
-		if c.seccomp, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()}); err != nil {
-			return nil, err
-		}
+		c.seccomp = prog.BPF()
 	}
 	return c, nil
 }
