@@ -80,7 +80,7 @@ func applyStage(st Stage) error {
 }
 
 // apply applies a typed stage to the calling thread (the Go supervisor's; the C
-// supervisor has its own, in supervisor_stages_linux.c, with the same messages).
+// supervisor has its own, in supervisor_child_linux.c, with the same messages).
 func (st *Stage) apply() error {
 	switch st.Kind {
 	case StageNoNewPrivs:

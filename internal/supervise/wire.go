@@ -13,7 +13,7 @@ import (
 
 // The wire format of a spec: what the host writes into the spec file (a memfd
 // passed to the supervisor as a descriptor) and both supervisors, the C one
-// (supervisor_linux.c) and the Go one (helper.go), read. It is text, one record a
+// (supervisor_*linux.c) and the Go one (helper.go), read. It is text, one record a
 // line:
 //
 //	H <host pid> <extra files>              the header, first
@@ -432,7 +432,7 @@ func unescapeWire(s string) (string, error) {
 }
 
 // decodeWire parses a spec: the same rules and messages as parse in
-// supervisor_linux.c.
+// supervisor_wire_linux.c.
 func decodeWire(b []byte) (*wireSpec, error) {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, errors.New("the spec does not end with a newline")
