@@ -11,6 +11,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/netif"
 	"golang.org/x/sys/unix"
 )
 
@@ -376,22 +377,10 @@ func (r *nsRoot) rebind(path string) error {
 		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, "read-only")
 }
 
+// loopbackUp brings lo up, with the C supervisor's messages.
 func loopbackUp() error {
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("cannot bring the loopback interface up: socket: %s", errText(err))
-	}
-	defer unix.Close(s)
-	ifr, err := unix.NewIfreq("lo")
-	if err == nil {
-		err = unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr)
-	}
-	if err == nil {
-		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
-		err = unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot bring the loopback interface up: %s", errText(err))
+	if err := netif.Up("lo"); err != nil {
+		return fmt.Errorf("cannot bring the loopback interface up: %v", err)
 	}
 	return nil
 }
