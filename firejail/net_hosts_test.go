@@ -1,7 +1,6 @@
 package firejail_test
 
 import (
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -32,22 +31,7 @@ func TestNetHostsOverExposedEtc(t *testing.T) {
 	if err != nil {
 		t.Skip("no /etc/debian_version here:", err)
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := providertest.HostListener(t)
 	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
 	out := py(t, sb, netPrelude+`
 attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))

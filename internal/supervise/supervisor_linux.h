@@ -277,6 +277,7 @@ int failf(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* supervisor_wire_linux.c */
 int parse(char *buf, size_t size);
+int pysb_parse_check(char *buf, size_t size, char *err, size_t errsize); /* for the tests (cgo_linux.go) */
 
 /* supervisor_child_linux.c */
 int child_main(void *arg);
