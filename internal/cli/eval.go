@@ -9,6 +9,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/evalguard"
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
 
@@ -52,7 +53,7 @@ that starts with "-" follows "--": pysandboxes eval -- -1.
 			flag("exec", "", "run statements; print the names they bind", &o.exec),
 			&option{name: "names", arg: "JSON", help: "a JSON object: the names the code sees", set: o.setNames},
 			&option{name: "memory", arg: "SIZE", help: "address space of the evaluation's process (e.g. 512M)",
-				set: func(v string) (err error) { o.memory, err = parseSize(v); return err }},
+				set: func(v string) (err error) { o.memory, err = bytesize.Parse(v); return err }},
 		),
 		rules: true,
 		exits: []exitCode{
