@@ -18,7 +18,10 @@ type anthropicWire struct{}
 func (anthropicWire) path() string { return "/v1/messages" }
 
 func (anthropicWire) auth(r *http.Request) bool {
-	return r.Header.Get("X-Api-Key") == Key && r.Header.Get("Anthropic-Version") != ""
+	// The API takes the key as x-api-key; the SDK's WithAPIKey sends it as a
+	// bearer token.
+	key := r.Header.Get("X-Api-Key") == Key || r.Header.Get("Authorization") == "Bearer "+Key
+	return key && r.Header.Get("Anthropic-Version") != ""
 }
 
 func (anthropicWire) decode(body []byte) ([]string, []ToolResult, error) {
