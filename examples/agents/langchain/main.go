@@ -14,7 +14,7 @@
 //
 //	OPENAI_API_KEY   the key (required)
 //	OPENAI_BASE_URL  the API's base URL (default https://api.openai.com/v1)
-//	OPENAI_MODEL     the model (default gpt-5.1-mini)
+//	OPENAI_MODEL     the model (default gpt-5.4-mini)
 //
 //	go run ./langchain -python /usr/bin/python3
 package main
@@ -108,7 +108,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
 
 	model := cfg.Model
 	if model == "" {
-		model = "gpt-5.1-mini"
+		model = "gpt-5.4-mini"
 	}
 	opts := []openai.Option{openai.WithToken(cfg.Key), openai.WithModel(model)}
 	if cfg.BaseURL != "" {

@@ -12,7 +12,7 @@
 //	OPENAI_API_KEY   the key (required)
 //	OPENAI_BASE_URL  the API's base URL (default https://api.openai.com/v1/;
 //	                 any server of the Chat Completions API with tool calls)
-//	OPENAI_MODEL     the model (default: the SDK's ChatModelGPT5_1Mini)
+//	OPENAI_MODEL     the model (default: the SDK's ChatModelGPT5_4Mini)
 //
 //	go run ./openai -python /usr/bin/python3
 package main
@@ -86,7 +86,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
 	client := openai.NewClient(opts...)
 	model := shared.ChatModel(cfg.Model)
 	if model == "" {
-		model = openai.ChatModelGPT5_1Mini
+		model = openai.ChatModelGPT5_4Mini
 	}
 	params := openai.ChatCompletionNewParams{
 		Model: model,
