@@ -37,8 +37,6 @@ func TestAgent(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
+	t.Log("transcript:\n" + out.String())
 	fakemodel.CheckSandboxScript(t, srv, answer, false)
-	if t.Failed() {
-		t.Log(out.String())
-	}
 }
