@@ -1,0 +1,141 @@
+// Command openai is an agent loop on the OpenAI Chat Completions API
+// (github.com/openai/openai-go/v3) whose model runs Python through the
+// sandbox: it is given two function tools, eval_python and run_python (package
+// pytool), and each tool call runs the model's code under the policy. The
+// outcome goes back as the tool message: a value, a rejection listing each
+// violation with the rule line that would allow it, or the sandbox's refusals
+// with the rule that refused; the model reads it and writes code the policy
+// allows.
+//
+// Environment:
+//
+//	OPENAI_API_KEY   the key (required)
+//	OPENAI_BASE_URL  the API's base URL (default https://api.openai.com/v1/;
+//	                 any server of the Chat Completions API with tool calls)
+//	OPENAI_MODEL     the model (default: the SDK's ChatModelGPT5_4Mini)
+//
+//	go run ./openai -python /usr/bin/python3
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/openai/openai-go/v3/shared"
+
+	"github.com/pysandboxes/pysandboxes/examples/agents/pytool"
+)
+
+// The conversation's opening.
+const (
+	system = "You answer questions about data by writing Python that runs in a sandbox. " +
+		"When a tool result says the code was rejected or refused, rewrite it within what is allowed; " +
+		"name the rule you would need only if no rewrite can do it."
+	defaultTask = "What is the total value of the orders (quantity times unit price)?"
+)
+
+// config is what one run needs.
+type config struct {
+	Key, BaseURL, Model string
+	Task                string
+	Tools               pytool.Options
+	// MaxTurns bounds the model's answers (0 is 10).
+	MaxTurns int
+}
+
+func main() {
+	cfg := config{
+		Key:     os.Getenv("OPENAI_API_KEY"),
+		BaseURL: os.Getenv("OPENAI_BASE_URL"),
+		Model:   os.Getenv("OPENAI_MODEL"),
+	}
+	flag.StringVar(&cfg.Task, "task", defaultTask, "the question for the model")
+	flag.StringVar(&cfg.Tools.Python, "python", "", "the Python interpreter (default: python3, resolved)")
+	flag.StringVar(&cfg.Tools.Provider, "provider", "", "the OS provider (default: auto)")
+	flag.Parse()
+	if cfg.Key == "" {
+		fmt.Fprintln(os.Stderr, "openai: set OPENAI_API_KEY (and OPENAI_BASE_URL, OPENAI_MODEL as needed)")
+		os.Exit(2)
+	}
+	if _, err := run(context.Background(), cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "openai:", err)
+		os.Exit(1)
+	}
+}
+
+// run plays the conversation to the model's final answer, writing each tool
+// call and its result to w, and returns the answer.
+func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
+	tools, err := pytool.New(ctx, cfg.Tools)
+	if err != nil {
+		return "", err
+	}
+	defer tools.Close()
+	fmt.Fprintf(w, "sandbox: %s\n", tools.Provider())
+
+	opts := []option.RequestOption{option.WithAPIKey(cfg.Key)}
+	if cfg.BaseURL != "" {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	client := openai.NewClient(opts...)
+	model := shared.ChatModel(cfg.Model)
+	if model == "" {
+		model = openai.ChatModelGPT5_4Mini
+	}
+	params := openai.ChatCompletionNewParams{
+		Model: model,
+		Messages: []openai.ChatCompletionMessageParamUnion{
+			openai.SystemMessage(system),
+			openai.UserMessage(cfg.Task),
+		},
+		Tools: []openai.ChatCompletionToolUnionParam{
+			openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+				Name:        pytool.EvalName,
+				Description: openai.String(pytool.EvalDescription),
+				Parameters:  shared.FunctionParameters(pytool.EvalSchema),
+			}),
+			openai.ChatCompletionFunctionTool(shared.FunctionDefinitionParam{
+				Name:        pytool.RunName,
+				Description: openai.String(pytool.RunDescription),
+				Parameters:  shared.FunctionParameters(pytool.RunSchema),
+			}),
+		},
+	}
+	turns := cfg.MaxTurns
+	if turns <= 0 {
+		turns = 10
+	}
+	for range turns {
+		completion, err := client.Chat.Completions.New(ctx, params)
+		if err != nil {
+			return "", err
+		}
+		if len(completion.Choices) == 0 {
+			return "", errors.New("the model answered no choice")
+		}
+		msg := completion.Choices[0].Message
+		if len(msg.ToolCalls) == 0 {
+			fmt.Fprintf(w, "answer: %s\n", msg.Content)
+			return msg.Content, nil
+		}
+		params.Messages = append(params.Messages, msg.ToParam())
+		for _, call := range msg.ToolCalls {
+			fmt.Fprintf(w, "call %s %s\n", call.Function.Name, call.Function.Arguments)
+			res, err := tools.Call(ctx, call.Function.Name, []byte(call.Function.Arguments))
+			if err != nil {
+				return "", err
+			}
+			fmt.Fprintf(w, "result (error=%v):\n%s\n", res.IsError, res.Text)
+			// The Chat Completions API has no error mark on a tool message: the
+			// text says it.
+			params.Messages = append(params.Messages, openai.ToolMessage(res.Text, call.ID))
+		}
+	}
+	return "", fmt.Errorf("no final answer after %d turns", turns)
+}

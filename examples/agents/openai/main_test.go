@@ -1,0 +1,35 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes/examples/agents/internal/fakemodel"
+	"github.com/pysandboxes/pysandboxes/examples/agents/pytool"
+)
+
+// TestAgent plays the sample against a fake Chat Completions server: the
+// model's first source is rejected, the program it runs next is refused, and
+// its corrected source gives the value; each outcome reaches the model as the
+// tool message answering its call, then the model's final answer comes back.
+func TestAgent(t *testing.T) {
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		t.Skip("no /usr/bin/python3")
+	}
+	srv := fakemodel.OpenAI(t, fakemodel.SandboxScript(fakemodel.ObjectArgs))
+	var out bytes.Buffer
+	answer, err := run(context.Background(), config{
+		Key:     fakemodel.Key,
+		BaseURL: srv.URL + "/v1",
+		Model:   "fake-model",
+		Task:    defaultTask,
+		Tools:   pytool.Options{Python: "/usr/bin/python3"},
+	}, &out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log("transcript:\n" + out.String())
+	fakemodel.CheckSandboxScript(t, srv, answer, false)
+}
