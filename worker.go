@@ -297,6 +297,7 @@ type workerPool struct {
 	resultObj bool
 	learnDir  string
 	interp    *pylayer.Interpreter
+	since     time.Time // when the first worker was prepared
 }
 
 func newWorkerPool(s *Sandbox) *workerPool {
@@ -749,7 +750,7 @@ func (p *workerPool) learn() (*policy.LearnResult, error) {
 	s := p.s
 	file := s.cfg.python.learn
 	p.mu.Lock()
-	obs, results, resultObj, dir, interp := p.obs, p.results, p.resultObj, p.learnDir, p.interp
+	obs, results, resultObj, dir, interp, since := p.obs, p.results, p.resultObj, p.learnDir, p.interp, p.since
 	p.mu.Unlock()
 	if file == "" || (len(obs) == 0 && !results) {
 		return nil, nil
@@ -767,7 +768,7 @@ func (p *workerPool) learn() (*policy.LearnResult, error) {
 		skip = append(skip, interp.Info.Site...)
 		skip = append(skip, filepath.Dir(interp.Path))
 	}
-	lr, err := policy.Learn(file, merged, policy.LearnOptions{Dir: dir, Skip: skip, Logger: s.cfg.logger})
+	lr, err := policy.Learn(file, merged, policy.LearnOptions{Dir: dir, Skip: skip, Since: since, Logger: s.cfg.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -887,6 +888,9 @@ func (r *workerRun) prepare(c *Cmd) error {
 	r.p.interp = in
 	if r.p.learnDir == "" {
 		r.p.learnDir = c.Dir
+	}
+	if r.p.since.IsZero() {
+		r.p.since = time.Now()
 	}
 	r.p.mu.Unlock()
 	return nil

@@ -17,6 +17,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 func init() {
@@ -263,8 +264,9 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 			}
 			viewFiles = filters.Files()
 		}
+		ops := hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid()))
 		view = &supervise.View{ReadOnly: true, IPC: true, UID: hostid.UID, GID: hostid.GID,
-			Ops: filters.Into(hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid())))}
+			Ops: filters.Into(hostid.Sorted(append(ops, shmWritable(c.exposes)...)))}
 		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true})
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
 	case idUserNS:
@@ -386,4 +388,21 @@ func present(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// shmWritable returns the view operations that keep an expose-rw directory of
+// /dev/shm (POSIX shared memory and semaphores) writable in a read-only view:
+// it cannot be idmapped (a kernel file system the sandboxing tools set up), and
+// its mode (1777) lets any uid make its files there.
+func shmWritable(exposes []policy.Expose) []supervise.ViewOp {
+	var ops []supervise.ViewOp
+	for _, e := range exposes {
+		if e.Mode != policy.ReadWrite || (e.Path != "/dev/shm" && !strings.HasPrefix(e.Path, "/dev/shm/")) {
+			continue
+		}
+		if _, err := os.Lstat(e.Path); err == nil {
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewBind, Path: e.Path})
+		}
+	}
+	return ops
 }
