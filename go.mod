@@ -12,6 +12,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/seccomp/libseccomp-golang v0.11.1
 	golang.org/x/sys v0.50.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (
