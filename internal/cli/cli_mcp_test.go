@@ -423,6 +423,10 @@ func TestMCPHTTPBeyondLoopback(t *testing.T) {
 	if code != 2 || out != "" || !strings.Contains(errs, "give a bearer token") {
 		t.Fatalf("--http 0.0.0.0:0 without a token: exit %d, stdout %q, stderr %q; want 2", code, out, errs)
 	}
+	// No host is loopback, not every address.
+	if _, _, stderr := httpServer(t, dir, ":0", nil); !strings.Contains(stderr.String(), "on http://127.0.0.1:") {
+		t.Errorf("--http :0 does not listen on loopback:\n%s", stderr)
+	}
 	const token = "s3cret-token-0123456789abcdef"
 	base, _, _ := httpServer(t, dir, "0.0.0.0:0", []string{"PYSANDBOXES_MCP_TOKEN=" + token}, "--env=PYSANDBOXES_MCP_TOKEN=${PYSANDBOXES_MCP_TOKEN}")
 	resp, err := http.Post(base+"/mcp", "application/json", strings.NewReader(`{}`))

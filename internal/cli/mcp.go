@@ -67,7 +67,8 @@ that run at once are bounded.
 
 By default the server speaks over standard input and output (an MCP client starts
 it). With --http it serves streamable HTTP at http://ADDR/mcp, and answers readiness
-probes at /healthz: on a loopback address (127.0.0.1:8080, [::1]:8080), or on any
+probes at /healthz: on a loopback address (127.0.0.1:8080, [::1]:8080; a bare port
+or :PORT means 127.0.0.1:PORT), or on any
 other with a bearer token only (--token-file FILE, or the environment variable
 ` + tokenEnv + `; never on the command line). Requests whose Origin is not an
 --allow-origin, whose Host is not a loopback name on a loopback address, or larger
@@ -254,6 +255,18 @@ func serveStdio(ctx context.Context, env *Env, server *sdk.Server, tools *pysbmc
 	return ExitOK
 }
 
+// httpAddr is the address --http ADDR listens on: loopback when ADDR names
+// no host (8080, :8080), never every address by omission.
+func httpAddr(addr string) string {
+	if _, err := strconv.ParseUint(addr, 10, 16); err == nil {
+		return net.JoinHostPort("127.0.0.1", addr)
+	}
+	if host, port, err := net.SplitHostPort(addr); err == nil && host == "" {
+		return net.JoinHostPort("127.0.0.1", port)
+	}
+	return addr
+}
+
 type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
@@ -263,7 +276,7 @@ func (nopWriteCloser) Close() error { return nil }
 // the grace period, the sessions are closed.
 func serveHTTP(ctx context.Context, env *Env, c *command, server *sdk.Server, tools *pysbmcp.Tools, o *mcpOptions, token string, callLog *slog.Logger) int {
 	const prog = "pysandboxes mcp"
-	ln, err := net.Listen("tcp", o.http)
+	ln, err := net.Listen("tcp", httpAddr(o.http))
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "%s: %v\n", prog, err)
 		return ExitServeFailed
