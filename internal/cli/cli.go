@@ -1,5 +1,5 @@
 // Package cli implements the pysandboxes command line: check, run, probe, call,
-// eval, mcp, version and shell completion.
+// eval, diff, mcp, version and shell completion.
 //
 // Each subcommand is described once (a command: its options, whether it takes
 // --RULE=VALUE rule lines, its operands, its exit codes), and that description
@@ -53,6 +53,7 @@ func commands() []*command {
 		callCommand(&callOptions{}),
 		evalCommand(&evalOptions{}),
 		mcpCommand(&mcpOptions{}),
+		diffCommand(&diffOptions{}),
 		versionCommand(),
 		completionCommand(),
 	}
@@ -91,6 +92,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return evalCmd(ctx, rest, env)
 	case "mcp":
 		return mcpServe(ctx, rest, env)
+	case "diff":
+		return diffCmd(ctx, rest, env)
 	case "version", "--version":
 		return version(rest, env)
 	case "completion":
