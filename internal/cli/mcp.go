@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	pysbmcp "github.com/pysandboxes/pysandboxes/mcp"
 )
 
@@ -43,7 +44,7 @@ type mcpOptions struct {
 
 func mcpCommand(o *mcpOptions) *command {
 	size := func(p *uint64) func(string) error {
-		return func(v string) (err error) { *p, err = parseSize(v); return err }
+		return func(v string) (err error) { *p, err = bytesize.Parse(v); return err }
 	}
 	return &command{
 		name:     "mcp",
@@ -97,7 +98,7 @@ than --max-request are refused. SIGTERM or SIGINT stops it: calls in flight have
 				set: func(v string) (err error) { o.tools.Timeout, err = parseDuration(v); return err }},
 			&option{name: "max-output", arg: "SIZE", help: "what a call may print, stdout and stderr together (default 1M)",
 				set: func(v string) error {
-					n, err := parseSize(v)
+					n, err := bytesize.Parse(v)
 					o.tools.MaxOutput = int64(min(n, 1<<40))
 					return err
 				}},
