@@ -23,10 +23,18 @@ type CallOptions struct {
 	// killed and replaced, and the call fails with an error wrapping
 	// context.DeadlineExceeded.
 	Timeout time.Duration
-	// Stdout and Stderr receive what the function prints on sys.stdout and
-	// sys.stderr, as it prints it, before the call returns (nil: the sandbox's
-	// WithCallOutput writers, by default the host's standard output and error).
+	// Stdout and Stderr stream what the function prints on sys.stdout and
+	// sys.stderr, as it prints it, before the call returns. A stream without a
+	// writer is captured (see Output), unless the sandbox streams it
+	// (WithCallOutput) and Capture is nil. A call with a captured stream is
+	// bounded, both streams together, by Limits.Output, else DefaultCallOutput.
 	Stdout, Stderr io.Writer
+	// Capture, when set, receives what the call printed on the streams that
+	// have no writer here, whether the call succeeded or failed (what was
+	// printed before the failure); it overrides the sandbox's WithCallOutput.
+	// Without it, captured output is kept for the error only
+	// (RemoteError.Output).
+	Capture *Output
 }
 
 // Call calls the Python function fn ("package.module:qualname") with args in a
@@ -56,6 +64,12 @@ func (s *Sandbox) Call(ctx context.Context, fn string, args ...any) (any, error)
 // builtins.eval, pickle, socket, ...): such names are harmless in Go, but only a
 // child forging gadgets would return them, so the call fails and the worker is
 // replaced; remote-result-guard=false returns them as inert values too.
+//
+// What the function prints is captured by default, never written to the
+// host's own standard output: CallOptions.Capture receives it, a
+// *RemoteError carries it (Output), and it is bounded (Limits.Output, else
+// DefaultCallOutput). CallOptions.Stdout and Stderr, or WithCallOutput,
+// stream it to writers instead. transport.JSON converts the result to JSON.
 //
 // Errors:
 //   - *RemoteError: the function raised; errors.Is(err, ErrDenied) when the
@@ -193,6 +207,10 @@ type RemoteError struct {
 	// Base reports a BaseException that is not an Exception (SystemExit,
 	// KeyboardInterrupt): it ended the call, not the worker.
 	Base bool
+	// Output is what the function (or the evaluated code) printed before it
+	// raised, on the streams that were captured (see Output); empty for a
+	// stream given a writer.
+	Output Output
 }
 
 // Class is the exception's class as Python prints it: "ValueError",

@@ -41,6 +41,9 @@ func (e *ProbeError) Unwrap() error { return e.Err }
 type UnenforcedError struct {
 	Provider string
 	Missing  []Requirement
+	// Why is the provider's own account of why it lacks them here (see
+	// Explainer), "" when it gives none.
+	Why string
 }
 
 func (e *UnenforcedError) Error() string {
@@ -52,6 +55,9 @@ func (e *UnenforcedError) Error() string {
 		b.WriteString(r.String())
 		caps |= r.Capability
 	}
+	if e.Why != "" {
+		fmt.Fprintf(&b, "\n%s: %s", e.Provider, e.Why)
+	}
 	fmt.Fprintf(&b, "\nUse a provider that enforces them (pysandboxes probe lists what each one enforces here), or accept them as not enforced by the OS explicitly (AcceptUnenforced(%s), --accept-unenforced=%s).", caps.goNames(), caps)
 	return b.String()
 }
@@ -61,6 +67,10 @@ func (e *UnenforcedError) Error() string {
 type NoProviderError struct {
 	// Verdicts tell, for each registered provider, why it was not chosen.
 	Verdicts []Verdict
+	// NotLinked are the providers auto would have considered that the program
+	// does not link: a provider registers itself when its package is imported
+	// (import _ "github.com/pysandboxes/pysandboxes/landlock").
+	NotLinked []string
 }
 
 // Verdict is why auto did not choose a provider: it does not work here (Probe), or
@@ -69,6 +79,8 @@ type Verdict struct {
 	Provider string
 	Probe    error
 	Missing  []Requirement
+	// Why is the provider's account of the missing capabilities (Explainer).
+	Why string
 }
 
 func (e *NoProviderError) Error() string {
@@ -84,6 +96,13 @@ func (e *NoProviderError) Error() string {
 		for _, r := range v.Missing {
 			b.WriteString("\n    " + r.String())
 		}
+		if v.Why != "" {
+			b.WriteString("\n    (" + v.Why + ")")
+		}
+	}
+	if len(e.NotLinked) > 0 {
+		fmt.Fprintf(&b, "\n  not linked into this program: %s; a provider registers itself when its package is imported, e.g.\n    import _ \"github.com/pysandboxes/pysandboxes/%s\"",
+			strings.Join(e.NotLinked, ", "), e.NotLinked[0])
 	}
 	return b.String()
 }

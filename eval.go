@@ -85,6 +85,7 @@ type EvalOption func(*evalOptions)
 type evalOptions struct {
 	profile        string
 	stdout, stderr io.Writer
+	capture        *Output
 	limits         EvalLimits
 }
 
@@ -94,9 +95,9 @@ type evalOptions struct {
 // other.
 func EvalProfile(name string) EvalOption { return func(o *evalOptions) { o.profile = name } }
 
-// EvalOutput sets where the evaluation's prints go (default: the sandbox's
-// WithCallOutput writers, by default the host's standard output and error; nil
-// discards).
+// EvalOutput streams what the evaluation prints on sys.stdout and sys.stderr
+// to stdout and stderr (nil discards), instead of capturing it (the default,
+// see Output) or streaming it to the sandbox's WithCallOutput writers.
 func EvalOutput(stdout, stderr io.Writer) EvalOption {
 	return func(o *evalOptions) {
 		o.stdout, o.stderr = stdout, stderr
@@ -108,6 +109,12 @@ func EvalOutput(stdout, stderr io.Writer) EvalOption {
 		}
 	}
 }
+
+// EvalCapture makes out receive what the evaluation printed on the streams
+// that EvalOutput gives no writer, whether it succeeded or failed (what was
+// printed before the failure); it overrides the sandbox's WithCallOutput.
+// Without it, captured output is kept for the error only (RemoteError.Output).
+func EvalCapture(out *Output) EvalOption { return func(o *evalOptions) { o.capture = out } }
 
 // EvalMemory sets the address-space limit of this evaluation's process.
 func EvalMemory(bytes uint64) EvalOption { return func(o *evalOptions) { o.limits.Memory = bytes } }
@@ -167,6 +174,11 @@ func (e *EvalProcessError) Unwrap() error { return e.Err }
 // The names are encoded with transport.Pickle (its Go types); the value comes
 // back as a protocol 5 pickle decoded by transport.Unpickle in the policy's
 // remote-result-mode, as for Call.
+//
+// What the code prints is captured by default, never written to the host's
+// own standard output: EvalCapture receives it, a *RemoteError carries it
+// (Output), and it is bounded by the output limit (EvalLimits.Output).
+// EvalOutput, or WithCallOutput, streams it instead.
 //
 // Errors (use errors.As and errors.Is):
 //   - *evalguard.RejectedError: the source breaks the profile; every violation,
@@ -278,18 +290,23 @@ func (s *Sandbox) eval(ctx context.Context, exec bool, src string, names map[str
 		return nil, ErrSandboxClosed
 	}
 	defer func() { <-es.slots }()
-	out := pylayer.CallOutput{Stdout: o.stdout, Stderr: o.stderr, Limit: req.Output, LimitErr: ErrOutputLimit}
-	if out.Stdout == nil {
-		out.Stdout = es.out
-	}
-	if out.Stderr == nil {
-		out.Stderr = es.errOut
-	}
+	var capt capture
+	w, _ := streams([2]io.Writer{o.stdout, o.stderr}, o.capture != nil, es.callOut, &capt)
+	out := pylayer.CallOutput{Stdout: w[0], Stderr: w[1], Limit: req.Output, LimitErr: ErrOutputLimit}
 	r, zp, err := es.run(ctx, req, out)
+	printed := capt.finish()
+	if o.capture != nil {
+		*o.capture = printed
+	}
 	if err != nil {
 		return nil, err
 	}
-	return s.evalReply(prof, req, r, zp)
+	v, err := s.evalReply(prof, req, r, zp)
+	var re *RemoteError
+	if errors.As(err, &re) {
+		re.Output = printed
+	}
+	return v, err
 }
 
 func orDefault(v, def uint64) uint64 {
@@ -444,8 +461,10 @@ type evals struct {
 	closing chan struct{}
 	ctx     context.Context
 	cancel  context.CancelFunc
-	out     *lockedWriter
-	errOut  *lockedWriter
+	// out, errOut: the zygote's own output; callOut: the evaluations' default
+	// writers (nil: captured).
+	out, errOut *lockedWriter
+	callOut     [2]io.Writer
 
 	mu       sync.Mutex
 	closed   bool
@@ -463,8 +482,8 @@ func newEvals(s *Sandbox) *evals {
 	ctx, cancel := context.WithCancel(context.Background())
 	mu := new(sync.Mutex)
 	es := &evals{s: s, slots: make(chan struct{}, pool), closing: make(chan struct{}), ctx: ctx, cancel: cancel,
-		out: &lockedWriter{mu: mu, w: s.cfg.call.stdout}, errOut: &lockedWriter{mu: mu, w: s.cfg.call.stderr},
-		all: map[*zygoteProc]bool{}}
+		out: &lockedWriter{mu: mu, w: s.cfg.call.procOut}, errOut: &lockedWriter{mu: mu, w: s.cfg.call.procErr},
+		callOut: defaultStreams(mu, &s.cfg.call), all: map[*zygoteProc]bool{}}
 	if s.cfg.eval.noFork {
 		es.fallback = "WithEvalFork(false)"
 	}
@@ -705,10 +724,10 @@ func (es *evals) start(ctx context.Context, single bool) (*zygoteProc, error) {
 	run := &zygoteRun{es: es, single: single}
 	cmd.ext = run
 	cmd.Stdout, cmd.Stderr = es.out, es.errOut
-	if f, ok := s.cfg.call.stdout.(*os.File); ok {
+	if f, ok := s.cfg.call.procOut.(*os.File); ok {
 		cmd.Stdout = f
 	}
-	if f, ok := s.cfg.call.stderr.(*os.File); ok {
+	if f, ok := s.cfg.call.procErr.(*os.File); ok {
 		cmd.Stderr = f
 	}
 	es.mu.Lock()

@@ -17,6 +17,13 @@ import (
 // text), for Eval.
 func evalSandbox(t testing.TB, rules string, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
 	t.Helper()
+	return evalSandboxWith(t, rules, true, opts...)
+}
+
+// evalSandboxWith is evalSandbox; stream false leaves the evaluations' output
+// to its default (captured) instead of streaming it to buffers.
+func evalSandboxWith(t testing.TB, rules string, stream bool, opts ...pysandboxes.Option) *pysandboxes.Sandbox {
+	t.Helper()
 	if _, err := os.Stat("/usr/bin/python3"); err != nil {
 		t.Skip("no /usr/bin/python3")
 	}
@@ -30,7 +37,10 @@ func evalSandbox(t testing.TB, rules string, opts ...pysandboxes.Option) *pysand
 		t.Fatal(err)
 	}
 	base := []pysandboxes.Option{pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{})}
+		pysandboxes.WithPython("/usr/bin/python3")}
+	if stream {
+		base = append(base, pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{}))
+	}
 	sb, err := pysandboxes.New(ctx, pol, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)

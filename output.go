@@ -133,3 +133,77 @@ func (c *closeOnce) Close() error {
 	c.once.Do(func() { c.err = c.File.Close() })
 	return c.err
 }
+
+// Output is what a call or an evaluation printed on sys.stdout and
+// sys.stderr, captured. Capturing is the default: the host's own standard
+// output stays the host's (a program that speaks a protocol on it, such as
+// an MCP server over stdio, is not corrupted by a print). A stream is
+// streamed instead when it is given a writer (CallOptions.Stdout and Stderr,
+// EvalOutput, or the sandbox's WithCallOutput).
+//
+// What is captured is bounded: by Limits.Output when it is set, else by
+// DefaultCallOutput for a call and the evaluation's output limit for an
+// evaluation (see EvalLimits). Past the bound the call or evaluation fails
+// with ErrOutputLimit (an *evalguard.InterruptedError of Budget "output" for
+// an evaluation), and Output holds what was printed before.
+type Output struct {
+	Stdout, Stderr []byte
+}
+
+// capture collects the streams of one call or evaluation that have no writer.
+// Writes that arrive after finish (the worker's reader may still hold a frame
+// of a call the host gave up on) are dropped.
+type capture struct {
+	mu       sync.Mutex
+	out, err []byte
+	done     bool
+}
+
+// writer returns the writer of one stream (stderr false: stdout).
+func (c *capture) writer(stderr bool) io.Writer { return captureWriter{c: c, stderr: stderr} }
+
+// finish returns what was captured; later writes are dropped.
+func (c *capture) finish() Output {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.done = true
+	return Output{Stdout: c.out, Stderr: c.err}
+}
+
+type captureWriter struct {
+	c      *capture
+	stderr bool
+}
+
+func (w captureWriter) Write(p []byte) (int, error) {
+	c := w.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.done {
+		if w.stderr {
+			c.err = append(c.err, p...)
+		} else {
+			c.out = append(c.out, p...)
+		}
+	}
+	return len(p), nil
+}
+
+// streams resolves where each stream of one call or evaluation goes: its own
+// writer, else the capture when the caller asked for it (capture), else the
+// sandbox's writer (WithCallOutput), else the capture. captured reports that
+// at least one stream is captured.
+func streams(own [2]io.Writer, captureAsked bool, sandbox [2]io.Writer, c *capture) (out [2]io.Writer, captured bool) {
+	for i := range out {
+		switch {
+		case own[i] != nil:
+			out[i] = own[i]
+		case !captureAsked && sandbox[i] != nil:
+			out[i] = sandbox[i]
+		default:
+			out[i] = c.writer(i == 1)
+			captured = true
+		}
+	}
+	return out, captured
+}

@@ -40,6 +40,29 @@ type Compiler interface {
 	Compile(ctx context.Context, p Policy, accepted Capability) (any, error)
 }
 
+// Explainer is implemented by a provider that can say why it does not
+// enforce some capabilities on this host (a kernel feature it lacks, a build
+// without cgo, what its mechanism cannot see): the refusals of New
+// (UnenforcedError, NoProviderError) quote it.
+type Explainer interface {
+	// Explain says why the provider lacks the capabilities of missing here,
+	// for those it knows a cause of ("" when none).
+	Explain(missing Capability) string
+}
+
+// explain asks p why it lacks the capabilities of m ("" when it cannot say).
+func explain(p Provider, m []Requirement) string {
+	e, ok := p.(Explainer)
+	if !ok {
+		return ""
+	}
+	var caps Capability
+	for _, r := range m {
+		caps |= r.Capability
+	}
+	return e.Explain(caps)
+}
+
 // Request is what a provider confines.
 type Request struct {
 	// Policy is the policy to enforce.
@@ -163,7 +186,7 @@ func selectProvider(ctx context.Context, name string, reqs []Requirement) (Provi
 			return nil, &ProbeError{Provider: name, Err: err}
 		}
 		if m := missing(reqs, p.Capabilities()); len(m) > 0 && name != "none" {
-			return nil, &UnenforcedError{Provider: name, Missing: m}
+			return nil, &UnenforcedError{Provider: name, Missing: m, Why: explain(p, m)}
 		}
 		return p, nil
 	}
@@ -177,12 +200,18 @@ func selectProvider(ctx context.Context, name string, reqs []Requirement) (Provi
 			continue
 		}
 		if m := missing(reqs, p.Capabilities()); len(m) > 0 {
-			verdicts = append(verdicts, Verdict{Provider: p.Name(), Missing: m})
+			verdicts = append(verdicts, Verdict{Provider: p.Name(), Missing: m, Why: explain(p, m)})
 			continue
 		}
 		return p, nil
 	}
-	return nil, &NoProviderError{Verdicts: verdicts}
+	e := &NoProviderError{Verdicts: verdicts}
+	for _, name := range preference {
+		if _, ok := Lookup(name); !ok {
+			e.NotLinked = append(e.NotLinked, name)
+		}
+	}
+	return nil, e
 }
 
 func registeredNames() string {

@@ -142,6 +142,7 @@ type pythonRun struct {
 	learn   string
 	dir     string
 	interp  *pylayer.Interpreter
+	since   time.Time // when the program was prepared (learning: what it made is newer)
 
 	mu      sync.Mutex
 	result  *pylayer.Result
@@ -217,6 +218,7 @@ func (r *pythonRun) prepare(c *Cmd) error {
 		c.env = learningEnv(s)
 	}
 	r.dir = c.Dir
+	r.since = time.Now()
 	return nil
 }
 
@@ -296,7 +298,7 @@ func (r *pythonRun) finish(c *Cmd) error {
 			skip = append(skip, filepath.Dir(r.interp.Path))
 		}
 		lr, err := policy.Learn(r.learn, res.Observations, policy.LearnOptions{
-			Dir: dir, Skip: skip, Logger: c.sb.cfg.logger,
+			Dir: dir, Skip: skip, Since: r.since, Logger: c.sb.cfg.logger,
 		})
 		if err != nil {
 			errs = append(errs, err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,5 +76,35 @@ func TestAutoRefusesWhatNoProviderEnforces(t *testing.T) {
 		if v.Provider == "none" {
 			t.Errorf("auto considered the provider none")
 		}
+	}
+}
+
+// TestAutoNamesTheMissingImport: a program that links no OS provider (it did not
+// import a provider package) is told which import registers one.
+func TestAutoNamesTheMissingImport(t *testing.T) {
+	ctx := context.Background()
+	pol, err := policy.Parse(ctx, ".py-sandboxes", []byte("python-import=json\n"), &policy.Options{Env: []string{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	withRegistry(t, []Provider{subprocessProvider{}, noneProvider{}}, func() {
+		_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	})
+	var npe *NoProviderError
+	if !errors.As(err, &npe) {
+		t.Fatalf("New = %v, want *NoProviderError", err)
+	}
+	if !slices.Equal(npe.NotLinked, preference) {
+		t.Errorf("NotLinked = %v, want %v", npe.NotLinked, preference)
+	}
+	if want := `import _ "github.com/pysandboxes/pysandboxes/landlock"`; !strings.Contains(err.Error(), want) {
+		t.Errorf("error does not name the import to add (%s):\n%v", want, err)
+	}
+	// With a provider linked, it is not named.
+	withRegistry(t, []Provider{fakeProvider{"landlock", 0}, subprocessProvider{}, noneProvider{}}, func() {
+		_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	})
+	if !errors.As(err, &npe) || slices.Contains(npe.NotLinked, "landlock") {
+		t.Errorf("with landlock linked: %v", err)
 	}
 }

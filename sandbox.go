@@ -107,7 +107,7 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 			return nil, &ProbeError{Provider: s.provider.Name(), Err: err}
 		}
 		if m := missing(s.reqs, s.provider.Capabilities()); len(m) > 0 {
-			return nil, &UnenforcedError{Provider: s.provider.Name(), Missing: m}
+			return nil, &UnenforcedError{Provider: s.provider.Name(), Missing: m, Why: explain(s.provider, m)}
 		}
 	default:
 		name := s.cfg.provider

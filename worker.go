@@ -13,23 +13,29 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
 )
 
 // callConfig holds the options of partial mode (Sandbox.Call).
 type callConfig struct {
-	workers        int
-	init           string
-	eager          bool
-	stdout, stderr io.Writer
-	timeout        time.Duration
-	maxResult      int
-	dir            string
-	path           []string
-	grace          time.Duration
-	restart        RestartPolicy
-	startTimeout   time.Duration
+	workers int
+	init    string
+	eager   bool
+	// stdout, stderr: where calls and evaluations stream by default
+	// (WithCallOutput; nil: captured). procOut, procErr: where the worker and
+	// zygote processes' own output goes.
+	stdout, stderr   io.Writer
+	procOut, procErr io.Writer
+	timeout          time.Duration
+	maxResult        int
+	dir              string
+	path             []string
+	grace            time.Duration
+	restart          RestartPolicy
+	startTimeout     time.Duration
 }
 
 // RestartPolicy bounds the restarts of failing workers (see WithRestartPolicy).
@@ -59,6 +65,9 @@ const (
 	DefaultCloseGrace   = 5 * time.Second
 	DefaultStartTimeout = 30 * time.Second
 	DefaultMaxResult    = pylayer.DefaultMaxResult
+	// DefaultCallOutput bounds what a call whose output is captured may print
+	// (both streams together), when Limits.Output does not.
+	DefaultCallOutput = 1 << 20
 	// stopGrace is how long a worker whose channel was closed has to exit.
 	stopGrace = 2 * time.Second
 )
@@ -78,19 +87,44 @@ func WithInit(fn string) Option { return func(c *config) { c.call.init = fn } }
 // instead of the first Call; New fails when they cannot start.
 func WithEagerWorkers() Option { return func(c *config) { c.call.eager = true } }
 
-// WithCallOutput sets where calls print by default (CallOptions.Stdout and
-// Stderr override it per call), and where the worker processes' own output
-// goes (output written outside a call, or straight to descriptors 1 and 2).
-// The default is the host's standard output and error; nil discards.
+// WithCallOutput makes calls and evaluations stream what they print to
+// stdout and stderr, as it is printed, instead of capturing it (the default,
+// see Output); CallOptions.Stdout and Stderr, CallOptions.Capture, EvalOutput
+// and EvalCapture override it for one call or evaluation. It also sends there
+// the worker and zygote processes' own output (what they print outside a call,
+// and what reaches descriptors 1 and 2 directly: C code, child processes), as
+// WithWorkerOutput does. nil discards.
+//
+// WithCallOutput(os.Stdout, os.Stderr) prints on the host's own standard
+// output: never do that in a host whose standard output is a protocol.
 func WithCallOutput(stdout, stderr io.Writer) Option {
 	return func(c *config) {
-		c.call.stdout, c.call.stderr = stdout, stderr
 		if stdout == nil {
-			c.call.stdout = io.Discard
+			stdout = io.Discard
 		}
 		if stderr == nil {
-			c.call.stderr = io.Discard
+			stderr = io.Discard
 		}
+		c.call.stdout, c.call.stderr = stdout, stderr
+		c.call.procOut, c.call.procErr = stdout, stderr
+	}
+}
+
+// WithWorkerOutput sets where the worker and zygote processes' own output
+// goes: what they print outside a call or an evaluation (the init function's
+// prints included), and what is written to their descriptors 1 and 2 directly
+// (by C code, or by child processes), which is never part of a call's output.
+// The default is the host's standard error, for both: never its standard
+// output. nil discards.
+func WithWorkerOutput(stdout, stderr io.Writer) Option {
+	return func(c *config) {
+		if stdout == nil {
+			stdout = io.Discard
+		}
+		if stderr == nil {
+			stderr = io.Discard
+		}
+		c.call.procOut, c.call.procErr = stdout, stderr
 	}
 }
 
@@ -130,11 +164,11 @@ func (c *callConfig) defaults() {
 	if c.workers <= 0 {
 		c.workers = 1
 	}
-	if c.stdout == nil {
-		c.stdout = os.Stdout
+	if c.procOut == nil {
+		c.procOut = os.Stderr
 	}
-	if c.stderr == nil {
-		c.stderr = os.Stderr
+	if c.procErr == nil {
+		c.procErr = os.Stderr
 	}
 	if c.maxResult <= 0 {
 		c.maxResult = DefaultMaxResult
@@ -243,8 +277,10 @@ type workerPool struct {
 	// ctx is the workers' context: it ends at Close, after the grace period.
 	ctx    context.Context
 	cancel context.CancelFunc
-	out    *lockedWriter
-	errOut *lockedWriter
+	// out, errOut: the processes' own output; callOut: the calls' default
+	// writers (nil: captured).
+	out, errOut *lockedWriter
+	callOut     [2]io.Writer
 
 	mu       sync.Mutex
 	closed   bool
@@ -261,6 +297,7 @@ type workerPool struct {
 	resultObj bool
 	learnDir  string
 	interp    *pylayer.Interpreter
+	since     time.Time // when the first worker was prepared
 }
 
 func newWorkerPool(s *Sandbox) *workerPool {
@@ -270,8 +307,9 @@ func newWorkerPool(s *Sandbox) *workerPool {
 		s: s, cfg: cfg, slots: make(chan struct{}, cfg.workers), ctx: ctx, cancel: cancel,
 		closing: make(chan struct{}), all: map[*workerProc]bool{},
 	}
-	mu := new(sync.Mutex) // one lock: the two may be the same writer
-	p.out, p.errOut = &lockedWriter{mu: mu, w: cfg.stdout}, &lockedWriter{mu: mu, w: cfg.stderr}
+	mu := new(sync.Mutex) // one lock: the writers may be the same
+	p.out, p.errOut = &lockedWriter{mu: mu, w: cfg.procOut}, &lockedWriter{mu: mu, w: cfg.procErr}
+	p.callOut = defaultStreams(mu, cfg)
 	return p
 }
 
@@ -298,6 +336,32 @@ type workerProc struct {
 	hostKill atomic.Bool
 	broken   atomic.Bool
 	failed   atomic.Bool // counted as a failure already
+	// pidfd refers to the confined program (-1 when it could not be opened): it
+	// becomes readable the moment the program ends, before the host has reaped
+	// anything, so that a worker that died idle is never handed a call.
+	pidfd int
+	fdMu  sync.Mutex // guards pidfd against its close
+}
+
+// ended reports whether the program has ended, as its pidfd says.
+func (wp *workerProc) ended() bool {
+	wp.fdMu.Lock()
+	defer wp.fdMu.Unlock()
+	if wp.pidfd < 0 {
+		return false
+	}
+	fds := []unix.PollFd{{Fd: int32(wp.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0 && fds[0].Revents != 0
+}
+
+func (wp *workerProc) closePidfd() {
+	wp.fdMu.Lock()
+	defer wp.fdMu.Unlock()
+	if wp.pidfd >= 0 {
+		unix.Close(wp.pidfd)
+		wp.pidfd = -1
+	}
 }
 
 func (wp *workerProc) usable() bool {
@@ -310,7 +374,7 @@ func (wp *workerProc) usable() bool {
 	case <-wp.conn.Done():
 		return false
 	default:
-		return true
+		return !wp.ended()
 	}
 }
 
@@ -457,10 +521,10 @@ func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
 	run := &workerRun{p: p}
 	cmd.ext = run
 	cmd.Stdout, cmd.Stderr = p.out, p.errOut
-	if f, ok := p.cfg.stdout.(*os.File); ok {
+	if f, ok := p.cfg.procOut.(*os.File); ok {
 		cmd.Stdout = f
 	}
-	if f, ok := p.cfg.stderr.(*os.File); ok {
+	if f, ok := p.cfg.procErr.(*os.File); ok {
 		cmd.Stderr = f
 	}
 	p.mu.Lock()
@@ -476,7 +540,13 @@ func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
 		p.fail(nil)
 		return nil, &WorkerError{Err: fmt.Errorf("starting the worker: %w", err)}
 	}
-	wp := &workerProc{p: p, cmd: cmd, run: run, conn: run.conn, exited: make(chan struct{})}
+	wp := &workerProc{p: p, cmd: cmd, run: run, conn: run.conn, exited: make(chan struct{}), pidfd: -1}
+	if fd, err := unix.PidfdOpen(cmd.Pid(), 0); err == nil {
+		wp.pidfd = fd
+	} else if errors.Is(err, unix.ESRCH) {
+		// The program ended already (ESRCH): the worker is never used.
+		wp.broken.Store(true)
+	}
 	p.mu.Lock()
 	p.all[wp] = true
 	closed := p.closed
@@ -484,6 +554,7 @@ func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
 	go func() {
 		defer p.procs.Done()
 		_ = cmd.Wait()
+		wp.closePidfd()
 		close(wp.exited)
 		p.mu.Lock()
 		delete(p.all, wp)
@@ -553,14 +624,17 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 		cctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	out := pylayer.CallOutput{Stdout: o.Stdout, Stderr: o.Stderr, Limit: p.s.cfg.limits.Output, LimitErr: ErrOutputLimit}
-	if out.Stdout == nil {
-		out.Stdout = p.out
-	}
-	if out.Stderr == nil {
-		out.Stderr = p.errOut
+	var capt capture
+	w, captured := streams([2]io.Writer{o.Stdout, o.Stderr}, o.Capture != nil, p.callOut, &capt)
+	out := pylayer.CallOutput{Stdout: w[0], Stderr: w[1], Limit: p.s.cfg.limits.Output, LimitErr: ErrOutputLimit}
+	if captured && out.Limit <= 0 {
+		out.Limit = DefaultCallOutput
 	}
 	reply, err := wp.conn.Call(cctx, fn, payload, out)
+	printed := capt.finish()
+	if o.Capture != nil {
+		*o.Capture = printed
+	}
 	if err != nil {
 		switch {
 		case cctx.Err() != nil:
@@ -571,7 +645,11 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 			return nil, fmt.Errorf("pysandboxes: call %s: its worker was killed: %w", fn, ctx.Err()), false
 		case errors.Is(err, ErrOutputLimit):
 			wp.kill(true, err)
-			return nil, fmt.Errorf("pysandboxes: call %s: output limit of %d bytes exceeded: its worker was killed: %w", fn, out.Limit, ErrOutputLimit), false
+			how := "Limits.Output"
+			if captured && p.s.cfg.limits.Output <= 0 {
+				how = "DefaultCallOutput, for captured output (raise Limits.Output, or stream it with CallOptions.Stdout and Stderr or WithCallOutput)"
+			}
+			return nil, fmt.Errorf("pysandboxes: call %s: output limit of %d bytes exceeded (%s): its worker was killed: %w", fn, out.Limit, how, ErrOutputLimit), false
 		case errors.Is(err, pylayer.ErrNotDelivered):
 			wp.kill(false, err)
 			return nil, &WorkerError{Func: fn, Err: err}, true
@@ -596,7 +674,9 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 		case "result-too-large":
 			return nil, &ResultError{Func: fn, Err: fmt.Errorf("%w: %s", ErrResultTooLarge, x.Message)}, false
 		}
-		return nil, remoteError(fn, x, wp.conn), false
+		re := remoteError(fn, x, wp.conn)
+		re.Output = printed
+		return nil, re, false
 	}
 	learning := p.s.cfg.python.learn != ""
 	if learning {
@@ -670,7 +750,7 @@ func (p *workerPool) learn() (*policy.LearnResult, error) {
 	s := p.s
 	file := s.cfg.python.learn
 	p.mu.Lock()
-	obs, results, resultObj, dir, interp := p.obs, p.results, p.resultObj, p.learnDir, p.interp
+	obs, results, resultObj, dir, interp, since := p.obs, p.results, p.resultObj, p.learnDir, p.interp, p.since
 	p.mu.Unlock()
 	if file == "" || (len(obs) == 0 && !results) {
 		return nil, nil
@@ -688,7 +768,7 @@ func (p *workerPool) learn() (*policy.LearnResult, error) {
 		skip = append(skip, interp.Info.Site...)
 		skip = append(skip, filepath.Dir(interp.Path))
 	}
-	lr, err := policy.Learn(file, merged, policy.LearnOptions{Dir: dir, Skip: skip, Logger: s.cfg.logger})
+	lr, err := policy.Learn(file, merged, policy.LearnOptions{Dir: dir, Skip: skip, Since: since, Logger: s.cfg.logger})
 	if err != nil {
 		return nil, err
 	}
@@ -809,6 +889,9 @@ func (r *workerRun) prepare(c *Cmd) error {
 	if r.p.learnDir == "" {
 		r.p.learnDir = c.Dir
 	}
+	if r.p.since.IsZero() {
+		r.p.since = time.Now()
+	}
 	r.p.mu.Unlock()
 	return nil
 }
@@ -838,6 +921,20 @@ func (c *Cmd) killReason() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reason
+}
+
+// defaultStreams returns the calls' default writers (WithCallOutput), under
+// the lock of the processes' own output (they may be one writer); nil for a
+// stream that is captured.
+func defaultStreams(mu *sync.Mutex, cfg *callConfig) [2]io.Writer {
+	var out [2]io.Writer
+	if cfg.stdout != nil {
+		out[0] = &lockedWriter{mu: mu, w: cfg.stdout}
+	}
+	if cfg.stderr != nil {
+		out[1] = &lockedWriter{mu: mu, w: cfg.stderr}
+	}
+	return out
 }
 
 // lockedWriter serializes the writes of the worker processes' output and of

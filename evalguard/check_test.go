@@ -103,6 +103,59 @@ func TestFixLines(t *testing.T) {
 	}
 }
 
+// TestDangerousFixLines: a fix line that grants a builtin which widens what
+// evaluated code reaches carries a warning saying so; a harmless grant carries
+// none; a builtin the guard refuses whatever the profile gets no fix at all.
+func TestDangerousFixLines(t *testing.T) {
+	needPython(t)
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	c := NewChecker(realPython)
+	for _, tc := range []struct {
+		src, name, fix, warning string
+	}{
+		{"__import__('os')", "__import__", "eval-call=__import__", "dangerous grant: evaluated code imports modules"},
+		{"open('x')", "open", "eval-call=open", "dangerous grant: evaluated code opens files"},
+		{"eval('1')", "eval", "eval-call=eval", "dangerous grant"},
+		{"exec('1')", "exec", "eval-call=exec", "dangerous grant"},
+		{"compile('1', 's', 'eval')", "compile", "eval-call=compile", "dangerous grant"},
+		{"locals()", "locals", "eval-call=locals", "dangerous grant"},
+		{"getattr(1, 'real')", "getattr", "eval-call=getattr", "attribute gate still decides"},
+		{"len([])", "len", "eval-call=len", ""},
+		{"globals()", "globals", "", ""},
+		{"breakpoint()", "breakpoint", "", ""},
+		{"setattr(1, 'a', 2)", "setattr", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := checkSrc(t, c, declared, tc.src, Eval)
+			var hit *Violation
+			for i, x := range v.Violations {
+				if x.Kind == "call" && x.Name == tc.name {
+					hit = &v.Violations[i]
+				}
+			}
+			if hit == nil {
+				t.Fatalf("no call violation of %s: %+v", tc.name, v)
+			}
+			if hit.Fix != tc.fix {
+				t.Errorf("fix %q, want %q", hit.Fix, tc.fix)
+			}
+			if tc.warning == "" && hit.Warning != "" || !strings.Contains(hit.Warning, tc.warning) {
+				t.Errorf("warning %q, want %q", hit.Warning, tc.warning)
+			}
+			if tc.warning != "" && (!strings.Contains(hit.String(), "[warning: ") || !strings.Contains(hit.String(), tc.warning)) {
+				t.Errorf("String() = %q does not carry the warning", hit.String())
+			}
+			if tc.fix == "" && !strings.Contains(hit.Message, "always refused") {
+				t.Errorf("message %q does not say the call is always refused", hit.Message)
+			}
+			err := v.Err()
+			if err == nil || tc.warning != "" && !strings.Contains(err.Error(), tc.warning) {
+				t.Errorf("the rejection does not carry the warning: %v", err)
+			}
+		})
+	}
+}
+
 // TestCheckReportsEverything: one report holds every violation, sorted by
 // position, with 1-based character columns.
 func TestCheckReportsEverything(t *testing.T) {

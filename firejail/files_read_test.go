@@ -2,6 +2,7 @@ package firejail_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,4 +104,29 @@ attempt("procs", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) < 
 	expectLine(t, out, "passwd OK root:")
 	expectLine(t, out, "write EROFS")
 	expectLine(t, out, "procs OK True")
+}
+
+// TestExposedHelpersDirectory: a policy exposing the directory that holds
+// firejail's helpers (/usr/lib/x86_64-linux-gnu, which a program's libraries
+// need) runs: when the host is root that exposure is not idmapped, since
+// firejail runs a helper only if root owns it.
+func TestExposedHelpersDirectory(t *testing.T) {
+	requireFirejail(t)
+	bin, err := exec.LookPath("firejail")
+	if err != nil {
+		t.Skip("no firejail on PATH:", err)
+	}
+	bin, _ = filepath.EvalSymlinks(bin)
+	var helpers string
+	for _, pattern := range []string{"lib/*/firejail", "lib/firejail", "lib64/firejail"} {
+		if m, _ := filepath.Glob(filepath.Join(filepath.Dir(filepath.Dir(bin)), pattern, "fnet")); len(m) > 0 {
+			helpers = filepath.Dir(m[0])
+			break
+		}
+	}
+	if helpers == "" {
+		t.Skip("firejail's helpers are not where this test looks")
+	}
+	out := py(t, sandbox(t, []string{"expose-ro=" + filepath.Dir(helpers)}), `print("ran")`)
+	expectLine(t, out, "ran")
 }

@@ -232,7 +232,14 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		if dir == "" {
 			dir, _ = os.Getwd()
 		}
-		ops := filters.Into(hostid.Idmapped(idmappable(c.exposes, h.firejail), append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
+		mapped := idmappable(c.exposes, h.firejail)
+		ops := filters.Into(hostid.Idmapped(mapped, append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
+		if c.net != nil && idmappedFile(mapped, "/etc/hosts") {
+			// firejail takes --hosts-file only over an /etc/hosts that root owns:
+			// idmapped, the host's is the program's uid's. The filter's goes over
+			// it first (a file of the supervisor's, root's).
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/hosts", Data: c.net.filter.Hosts()})
+		}
 		if netns != "" {
 			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewNetNS, Path: netns})
 		}
@@ -303,16 +310,57 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 
 // idmappable are the exposures firejail can have idmapped: not one that holds
 // the firejail binary (idmapped, its setuid root would be setuid to the program's
-// uid) or its state directory (/run/firejail, which firejail checks is root's).
-// Those are read as any user reads them.
+// uid), its helpers' directory (/usr/lib/x86_64-linux-gnu/firejail: firejail
+// refuses to run a helper that root does not own) or its state directory
+// (/run/firejail, which firejail checks is root's). Those are read as any user
+// reads them.
 func idmappable(exposes []policy.Expose, binary string) []policy.Expose {
+	own := append([]string{"/run/firejail", binary}, helperDirs(binary)...)
 	var out []policy.Expose
 	for _, e := range exposes {
-		if !hostview.Within("/run/firejail", e.Path) && !hostview.Within(binary, e.Path) {
+		mapped := true
+		for _, p := range own {
+			if hostview.Within(p, e.Path) {
+				mapped = false
+			}
+		}
+		if mapped {
 			out = append(out, e)
 		}
 	}
 	return out
+}
+
+// helperDirs are the directories where firejail may keep its helper programs
+// (fnet, fseccomp...): PREFIX/lib/firejail, PREFIX/lib64/firejail and
+// PREFIX/lib/<multiarch>/firejail, for the PREFIX of the binary.
+func helperDirs(binary string) []string {
+	prefix := filepath.Dir(filepath.Dir(binary))
+	var out []string
+	for _, pattern := range []string{"lib/firejail", "lib64/firejail", "lib/*/firejail"} {
+		m, _ := filepath.Glob(filepath.Join(prefix, pattern))
+		for _, d := range m {
+			if real, err := filepath.EvalSymlinks(d); err == nil {
+				out = append(out, real)
+			}
+		}
+	}
+	return out
+}
+
+// idmappedFile reports whether the regular file path lies in one of the exposed
+// directories that are idmapped.
+func idmappedFile(exposes []policy.Expose, path string) bool {
+	st, err := os.Lstat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	for _, e := range exposes {
+		if hostview.Within(path, e.Path) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxArgs is firejail's limit on its arguments (MAX_ARGS).

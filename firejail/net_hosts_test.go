@@ -58,6 +58,49 @@ print("hosts", [l for l in open("/etc/hosts").read().splitlines() if l.startswit
 	}
 }
 
+// TestNetHostsOverExposedEtc: with /etc exposed (idmapped to the program's uid
+// when the host is root), firejail still takes the filter's hosts file, which
+// replaces the host's; the rest of /etc is the host's.
+func TestNetHostsOverExposedEtc(t *testing.T) {
+	requireFirejail(t)
+	newTestNet(t) // skips without the filter
+	version, err := os.ReadFile("/etc/debian_version")
+	if err != nil {
+		t.Skip("no /etc/debian_version here:", err)
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Write([]byte("host\n"))
+			c.Close()
+		}
+	}()
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
+	out := py(t, sb, netPrelude+`
+attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))
+print("hosts", open("/etc/hosts").read().splitlines()[0])
+print("version", repr(open("/etc/debian_version").read()))
+`, port)
+	expectLine(t, out, "host OK host")
+	expectLine(t, out, "hosts # The sandbox's hosts file, written from the host names pinned by its policy.")
+	expectLine(t, out, "version "+pyRepr(string(version)))
+}
+
+// pyRepr is Python's repr of a short ASCII string without quotes or backslashes
+// but a final line break.
+func pyRepr(s string) string {
+	return "'" + strings.ReplaceAll(s, "\n", "\\n") + "'"
+}
+
 // TestNetNoLeaks: runs with the filter leave no slirp4netns, descriptor or child
 // behind.
 func TestNetNoLeaks(t *testing.T) {

@@ -105,6 +105,43 @@ func TestWithoutSeccompPoliciesNeedingItAreRefused(t *testing.T) {
 	}
 }
 
+// TestRefusalWithoutSeccompSaysWhy: the refusal of a policy that needs what
+// seccomp enforces names the cause, the missing seccomp and why it is missing
+// (a build without cgo), with the capabilities it costs.
+func TestRefusalWithoutSeccompSaysWhy(t *testing.T) {
+	real := &Provider{}
+	if err := real.Probe(context.Background()); err != nil {
+		t.Skip(err)
+	}
+	noCgo := fmt.Errorf("%w: built without cgo: seccomp filters need libseccomp; rebuild with CGO_ENABLED=1 and libseccomp-dev installed", seccomp.ErrUnavailable)
+	p := fakeProvider(real.host().abi, noCgo)
+	pol, err := policy.NewBuilder().Build(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.UseProvider(p))
+	var ue *pysandboxes.UnenforcedError
+	if !errors.As(err, &ue) {
+		t.Fatalf("want an UnenforcedError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "\nlandlock: without seccomp (") {
+		t.Errorf("the refusal does not give the provider's reason on a line of its own:\n%v", err)
+	}
+	for _, want := range []string{"without seccomp (seccomp filters are not available: built without cgo", "CGO_ENABLED=1",
+		"), it does not enforce ", "unix-sockets", "tcp-ports", "udp-deny", "raw-sockets", "files-meta is never enforced"} {
+		if !strings.Contains(ue.Why, want) || !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal does not say %q:\n%v", want, err)
+		}
+	}
+	// With seccomp, nothing is blamed on it.
+	if why := fakeProvider(real.host().abi, nil).Explain(pysandboxes.CapFilesMeta | pysandboxes.CapTCPPorts); strings.Contains(why, "seccomp") {
+		t.Errorf("Explain with seccomp = %q", why)
+	}
+	if why := fakeProvider(3, nil).Explain(pysandboxes.CapTCPPorts); !strings.Contains(why, "Landlock ABI 3 has no network rights (TCP ports need ABI 4)") {
+		t.Errorf("Explain at ABI 3 = %q", why)
+	}
+}
+
 // TestOldABIErrorsNameTheABI: a kernel without TCP filtering (ABI < 4) cannot
 // enforce "no TCP": Compile says which ABI is needed.
 func TestOldABIErrorsNameTheABI(t *testing.T) {

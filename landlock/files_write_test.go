@@ -88,3 +88,32 @@ attempt("tty", lambda: open("/dev/tty").read())
 		t.Error("a file was created in /dev")
 	}
 }
+
+// TestSharedMemoryByRule: /dev/shm is writable only when a rule exposes it
+// read-write (multiprocessing's locks are POSIX semaphores made there), and then
+// also in the read-only view the program runs in when the host is root.
+func TestSharedMemoryByRule(t *testing.T) {
+	if _, err := os.Stat("/dev/shm"); err != nil {
+		t.Skip("no /dev/shm here:", err)
+	}
+	code := tryPrelude + `
+import _multiprocessing
+name = "/dev/shm/pysb-test-%d" % os.getpid()
+def semaphore():
+    s = _multiprocessing.SemLock(1, 1, 1, "/pysb-test-%d" % os.getpid(), True)
+    return s.acquire(False)
+def file():
+    with open(name, "w") as f:
+        f.write("x")
+    os.remove(name)
+    return "made"
+attempt("semaphore", semaphore)
+attempt("file", file)
+`
+	out := py(t, sandbox(t, nil), code)
+	expectDenied(t, out, "semaphore")
+	expectDenied(t, out, "file")
+	out = py(t, sandbox(t, []string{"expose-rw=/dev/shm"}), code)
+	expectLine(t, out, "semaphore OK True")
+	expectLine(t, out, "file OK made")
+}

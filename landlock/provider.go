@@ -17,6 +17,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 func init() {
@@ -128,6 +129,45 @@ func (p *Provider) Capabilities() pysandboxes.Capability {
 	return c
 }
 
+// Explain says why the provider lacks capabilities of missing on this host
+// (pysandboxes.Explainer): a build or host without seccomp, an identity mode it
+// cannot set up, a Landlock ABI too old, and what Landlock never sees.
+func (p *Provider) Explain(missing pysandboxes.Capability) string {
+	h := p.host()
+	if h.abiErr != nil {
+		return "" // the probe's error says it
+	}
+	var why []string
+	explained := pysandboxes.Capability(0)
+	if h.seccompErr != nil {
+		// What a seccomp filter would add here.
+		full := h
+		full.seccompErr = nil
+		full.id, _ = identity(full)
+		lost := capabilities(full.abi, true, full.id) &^ capabilities(h.abi, false, h.id)
+		if m := missing & lost; m != 0 {
+			why = append(why, fmt.Sprintf("without seccomp (%v), it does not enforce %s", h.seccompErr, m))
+			explained |= m
+		}
+	}
+	if m := missing & (pysandboxes.CapIdentity | pysandboxes.CapFilesWrite) &^ explained; m != 0 && h.id == idNone && h.idErr != nil {
+		why = append(why, fmt.Sprintf("it does not enforce %s: %v", m, h.idErr))
+	}
+	if m := missing & pysandboxes.CapTCPPorts &^ explained; m != 0 && h.abi < abiTCP {
+		why = append(why, fmt.Sprintf("Landlock ABI %d has no network rights (TCP ports need ABI %d)", h.abi, abiTCP))
+	}
+	if m := missing & pysandboxes.CapSignals; m != 0 && h.abi < abiScopes {
+		why = append(why, fmt.Sprintf("Landlock ABI %d does not scope signals (ABI %d does)", h.abi, abiScopes))
+	}
+	if missing.Has(pysandboxes.CapFilesMeta) {
+		why = append(why, "Landlock mediates the contents of files, not their names and metadata: files-meta is never enforced (stat, readlink, xattrs, inotify work on any path)")
+	}
+	if missing.Has(pysandboxes.CapHide) {
+		why = append(why, "hiding ignore= paths needs the FUSE filter, which needs the host to run as root")
+	}
+	return strings.Join(why, "; ")
+}
+
 // capabilities is what the provider enforces with Landlock ABI abi, with or
 // without seccomp, and with an identity mode. Landlock mediates the contents of
 // files, not their names and metadata (stat, readlink, xattrs, inotify work on
@@ -224,8 +264,9 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 			}
 			viewFiles = filters.Files()
 		}
+		ops := hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid()))
 		view = &supervise.View{ReadOnly: true, IPC: true, UID: hostid.UID, GID: hostid.GID,
-			Ops: filters.Into(hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid())))}
+			Ops: filters.Into(hostid.Sorted(append(ops, shmWritable(c.exposes)...)))}
 		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true})
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
 	case idUserNS:
@@ -347,4 +388,21 @@ func present(paths []string) []string {
 		}
 	}
 	return out
+}
+
+// shmWritable returns the view operations that keep an expose-rw directory of
+// /dev/shm (POSIX shared memory and semaphores) writable in a read-only view:
+// it cannot be idmapped (a kernel file system the sandboxing tools set up), and
+// its mode (1777) lets any uid make its files there.
+func shmWritable(exposes []policy.Expose) []supervise.ViewOp {
+	var ops []supervise.ViewOp
+	for _, e := range exposes {
+		if e.Mode != policy.ReadWrite || (e.Path != "/dev/shm" && !strings.HasPrefix(e.Path, "/dev/shm/")) {
+			continue
+		}
+		if _, err := os.Lstat(e.Path); err == nil {
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewBind, Path: e.Path})
+		}
+	}
+	return ops
 }

@@ -129,13 +129,13 @@ expose-rw=./data`)
 	_, err := e.load(".py-sandboxes")
 	user := "~/.config/py-sandboxes/user-py-sandboxes.profile"
 	want := []string{
-		"<arg>: Invalid rule 'bad-arg=1'",
-		"<arg>: Detect a missing '=' in rule: env=BROKEN",
+		"<arg>: Invalid rule 'bad-arg=1': unknown key 'bad-arg'",
+		"<arg>: Invalid rule 'env=BROKEN': env= needs NAME=VALUE: write env=BROKEN=VALUE, or env=BROKEN=${BROKEN} to copy the host's value",
 		global + "(1): Invalid rule 'ignore=': pattern must be set",
-		global + "(3): 'expose-rw=./data' invalidate another rule from " + global + "(2)",
-		user + "(2): Detect a missing '=' in rule: env=NOEQUAL",
-		user + "(3): Invalid rule 'bad-user'",
-		".py-sandboxes(2): Invalid rule 'bad-main=1'",
+		global + "(3): Invalid rule 'expose-rw=./data': this directory is already exposed read-only by " + global + "(2) ('expose-ro=./data'); expose it once, read-only or read-write",
+		user + "(2): Invalid rule 'env=NOEQUAL': env= needs NAME=VALUE: write env=NOEQUAL=VALUE, or env=NOEQUAL=${NOEQUAL} to copy the host's value",
+		user + "(3): Invalid rule 'bad-user': expected KEY=VALUE",
+		".py-sandboxes(2): Invalid rule 'bad-main=1': unknown key 'bad-main'",
 		".py-sandboxes(3) and " + user + "(1): Multiple os-sandbox parameters.",
 		".py-sandboxes(5): Invalid rule 'expose-ro=./missing': path './missing' must exist",
 	}
@@ -144,7 +144,7 @@ expose-rw=./data`)
 	if diff := cmp.Diff(want, errLines(t, err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}
-	if !strings.HasPrefix(err.Error(), Headline+"\n<arg>: Invalid rule 'bad-arg=1'\n") {
+	if !strings.HasPrefix(err.Error(), Headline+"\n<arg>: Invalid rule 'bad-arg=1': unknown key 'bad-arg'\n") {
 		t.Errorf("error text:\n%s", err)
 	}
 	var all ConfigErrors

@@ -128,11 +128,25 @@ func (ld *loader) learnRule(r *Rule) bool {
 func (ld *loader) providerRule(r Rule) {
 	name, param, _ := strings.Cut(r.Key, ".")
 	if name == "" || param == "" {
-		ld.errs.add(r.Ref, "Invalid rule '%s'", r.Raw)
+		ld.errs.add(r.Ref, "Invalid rule '%s': expected PROVIDER.PARAM=VALUE (a provider parameter)", r.Raw)
 		return
 	}
-	if name == "auto" || name == "none" || !ld.knownProvider(name) {
-		ld.errs.add(r.Ref, "Invalid rule '%s': unknown provider '%s'", r.Raw, name)
+	if name == "auto" || name == "none" {
+		ld.errs.add(r.Ref, "Invalid rule '%s': os-sandbox=%s takes no parameters: a parameter names the provider it configures (landlock.%s=...)", r.Raw, name, param)
+		return
+	}
+	if !ld.knownProvider(name) {
+		var names []string
+		for _, p := range append(slices.Clone(Providers), ld.opts.Providers...) {
+			if p != "auto" && p != "none" {
+				names = append(names, p)
+			}
+		}
+		if s, ok := closestKey(name, names); ok && s != name {
+			ld.errs.add(r.Ref, "Invalid rule '%s': unknown provider '%s'; did you mean '%s.%s'?", r.Raw, name, s, param)
+		} else {
+			ld.errs.add(r.Ref, "Invalid rule '%s': unknown provider '%s' (the providers: %s)", r.Raw, name, strings.Join(names, ", "))
+		}
 		return
 	}
 	ld.p.provider[name] = append(ld.p.provider[name], Param{Rule: r, Provider: name, Name: param})

@@ -436,12 +436,12 @@ func TestProviderParams(t *testing.T) {
 	}
 
 	e.wantErrs("nobody.key=1\nauto.x=1\nnone.x=1\n.x=1\nbwrap.=1\nBWRAP.x=1\nqemu.x=${A:B}",
-		".py-sandboxes(1): Invalid rule 'nobody.key=1': unknown provider 'nobody'",
-		".py-sandboxes(2): Invalid rule 'auto.x=1': unknown provider 'auto'",
-		".py-sandboxes(3): Invalid rule 'none.x=1': unknown provider 'none'",
-		".py-sandboxes(4): Invalid rule '.x=1'",
-		".py-sandboxes(5): Invalid rule 'bwrap.=1'",
-		".py-sandboxes(6): Invalid rule 'BWRAP.x=1': unknown provider 'BWRAP'",
+		".py-sandboxes(1): Invalid rule 'nobody.key=1': unknown provider 'nobody' (the providers: subprocess, landlock, bwrap, firejail, unshare, qemu)",
+		".py-sandboxes(2): Invalid rule 'auto.x=1': os-sandbox=auto takes no parameters: a parameter names the provider it configures (landlock.x=...)",
+		".py-sandboxes(3): Invalid rule 'none.x=1': os-sandbox=none takes no parameters: a parameter names the provider it configures (landlock.x=...)",
+		".py-sandboxes(4): Invalid rule '.x=1': expected PROVIDER.PARAM=VALUE (a provider parameter)",
+		".py-sandboxes(5): Invalid rule 'bwrap.=1': expected PROVIDER.PARAM=VALUE (a provider parameter)",
+		".py-sandboxes(6): Invalid rule 'BWRAP.x=1': unknown provider 'BWRAP'; did you mean 'bwrap.x'?",
 		`.py-sandboxes(7): unsupported substitution "${A:B}": expected ${NAME} or ${NAME:-default}`,
 	)
 }

@@ -39,7 +39,12 @@ func (ld *loader) envRule(r Rule, unset bool) {
 	} else {
 		name, value, ok := strings.Cut(r.Value, "=")
 		if !ok {
-			ld.errs.add(r.Ref, "Detect a missing '=' in rule: %s", r.Raw)
+			n := strings.TrimSpace(r.Value)
+			if !validEnvPattern(n) || strings.Contains(n, "*") {
+				n = "NAME"
+			}
+			ld.errs.add(r.Ref, "Invalid rule '%s': %s= needs NAME=VALUE: write %s=%s=VALUE, or %s=%s=${%s} to copy the host's value",
+				r.Raw, r.Key, r.Key, n, r.Key, n, n)
 			return
 		}
 		e.Name, e.Value = strings.TrimSpace(name), value

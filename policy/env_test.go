@@ -120,9 +120,10 @@ func TestEnvErrors(t *testing.T) {
 		text string
 		want []string
 	}{
-		{"env=FOO", []string{".py-sandboxes(1): Detect a missing '=' in rule: env=FOO"}},
-		{"env=", []string{".py-sandboxes(1): Detect a missing '=' in rule: env="}},
-		{"set-env=FOO", []string{".py-sandboxes(1): Detect a missing '=' in rule: set-env=FOO"}},
+		{"env=FOO", []string{".py-sandboxes(1): Invalid rule 'env=FOO': env= needs NAME=VALUE: write env=FOO=VALUE, or env=FOO=${FOO} to copy the host's value"}},
+		{"env=", []string{".py-sandboxes(1): Invalid rule 'env=': env= needs NAME=VALUE: write env=NAME=VALUE, or env=NAME=${NAME} to copy the host's value"}},
+		{"env=A*", []string{".py-sandboxes(1): Invalid rule 'env=A*': env= needs NAME=VALUE: write env=NAME=VALUE, or env=NAME=${NAME} to copy the host's value"}},
+		{"set-env=FOO", []string{".py-sandboxes(1): Invalid rule 'set-env=FOO': set-env= needs NAME=VALUE: write set-env=FOO=VALUE, or set-env=FOO=${FOO} to copy the host's value"}},
 		{"env==x", []string{".py-sandboxes(1): Invalid rule 'env==x': expected a variable name or a pattern with '*'"}},
 		{"env=A B=x", []string{".py-sandboxes(1): Invalid rule 'env=A B=x': expected a variable name or a pattern with '*'"}},
 		{"unenv=", []string{".py-sandboxes(1): Invalid rule 'unenv=': expected a variable name or a pattern with '*'"}},
@@ -134,7 +135,7 @@ func TestEnvErrors(t *testing.T) {
 		{"env=A*=${B*}", []string{`.py-sandboxes(1): unsupported substitution "${B*}": expected ${NAME} or ${NAME:-default}`}},
 		{"env=A=${*}", []string{`.py-sandboxes(1): unsupported substitution "${*}": expected ${NAME} or ${NAME:-default}`}},
 		{"env=OK=1\nenv=BAD\nunenv=\nenv=ALSO_OK=${X:-1}", []string{
-			".py-sandboxes(2): Detect a missing '=' in rule: env=BAD",
+			".py-sandboxes(2): Invalid rule 'env=BAD': env= needs NAME=VALUE: write env=BAD=VALUE, or env=BAD=${BAD} to copy the host's value",
 			".py-sandboxes(3): Invalid rule 'unenv=': expected a variable name or a pattern with '*'",
 		}},
 	}

@@ -26,7 +26,7 @@ func ExampleLoad_errors() {
 		}
 	}
 	// Output:
-	// .py-sandboxes(1): Detect a missing '=' in rule: env=NOVALUE
+	// .py-sandboxes(1): Invalid rule 'env=NOVALUE': env= needs NAME=VALUE: write env=NOVALUE=VALUE, or env=NOVALUE=${NOVALUE} to copy the host's value
 	// .py-sandboxes(2): Invalid rule 'net=ALLOW|tcp|*|99999|OUT': invalid port '99999' in '99999': use *, a port, a range N-M or an open range N- (ports 0 to 65535)
 	// .py-sandboxes(3): Invalid os-sandbox 'chroot'. Use one of: auto, none, subprocess, landlock, bwrap, firejail, unshare, qemu.
 }

@@ -30,6 +30,14 @@ func (m Mode) String() string {
 	return "?"
 }
 
+// words is the mode in words: "read-only" or "read-write".
+func (m Mode) words() string {
+	if m == ReadWrite {
+		return "read-write"
+	}
+	return "read-only"
+}
+
 // Expose is one expose-ro= or expose-rw= rule.
 type Expose struct {
 	Rule
@@ -143,7 +151,13 @@ func (ld *loader) addExpose(e Expose) {
 	if i, ok := ld.exposeIdx[e.Path]; ok {
 		o := ld.p.exposes[i]
 		if o.Mode != e.Mode {
-			ld.errs.add(e.Ref, "'%s' invalidate another rule from %s", e.Raw, o.Ref)
+			// Named by its path when the two rules spell it differently.
+			dir := "this directory"
+			if strings.TrimSpace(e.Value) != strings.TrimSpace(o.Value) {
+				dir += " (" + ld.show(e.Path) + ")"
+			}
+			ld.errs.add(e.Ref, "Invalid rule '%s': %s is already exposed %s by %s ('%s'); expose it once, read-only or read-write",
+				e.Raw, dir, o.Mode.words(), o.Ref, o.Raw)
 			return
 		}
 		ld.recordExpose(e)

@@ -96,9 +96,9 @@ func TestExposeErrors(t *testing.T) {
 		{"dangling link", "expose-ro=dangling", []string{"Invalid rule 'expose-ro=dangling': path 'dangling' must exist"}},
 		{"under a file", "expose-ro=file.txt/x", []string{"Invalid rule 'expose-ro=file.txt/x': path 'file.txt/x' must exist"}},
 		{"a file", "expose-rw=file.txt", []string{"Invalid rule 'expose-rw=file.txt': path must be a directory"}},
-		{"ro then rw", "expose-ro=data\nexpose-rw=./link", []string{"'expose-rw=./link' invalidate another rule from .py-sandboxes(1)"}},
-		{"rw then ro", "expose-rw=data\n\nexpose-ro=data", []string{"'expose-ro=data' invalidate another rule from .py-sandboxes(1)"}},
-		{"legacy against current", "bind=data,data\nexpose-ro=data", []string{"'expose-ro=data' invalidate another rule from .py-sandboxes(1)"}},
+		{"ro then rw", "expose-ro=data\nexpose-rw=./link", []string{"Invalid rule 'expose-rw=./link': this directory (data) is already exposed read-only by .py-sandboxes(1) ('expose-ro=data'); expose it once, read-only or read-write"}},
+		{"rw then ro", "expose-rw=data\n\nexpose-ro=data", []string{"Invalid rule 'expose-ro=data': this directory is already exposed read-write by .py-sandboxes(1) ('expose-rw=data'); expose it once, read-only or read-write"}},
+		{"legacy against current", "bind=data,data\nexpose-ro=data", []string{"Invalid rule 'expose-ro=data': this directory (data) is already exposed read-write by .py-sandboxes(1) ('bind=data,data'); expose it once, read-only or read-write"}},
 		{"legacy without a comma", "bind=data", []string{"Invalid rule 'bind=data': source and destination must be separated with a comma"}},
 		{"legacy remapping", "ro-bind=data,other", []string{"Invalid rule 'ro-bind=data,other': mapping a directory to another place is not supported; expose it where it is with expose-ro=data"}},
 		{"legacy remapping rw", "bind=other,data", []string{"Invalid rule 'bind=other,data': mapping a directory to another place is not supported; expose it where it is with expose-rw=other"}},
@@ -125,7 +125,7 @@ func TestExposeConflictKeepsFirst(t *testing.T) {
 	e.args = []string{"expose-rw=data"}
 	e.write(".py-sandboxes", "expose-ro=data")
 	_, err := e.load(".py-sandboxes")
-	want := []string{".py-sandboxes(1): 'expose-ro=data' invalidate another rule from <arg>"}
+	want := []string{".py-sandboxes(1): Invalid rule 'expose-ro=data': this directory is already exposed read-write by <arg> ('expose-rw=data'); expose it once, read-only or read-write"}
 	if diff := cmp.Diff(want, errLines(t, err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
 	}

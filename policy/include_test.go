@@ -215,7 +215,7 @@ func TestIncludeErrors(t *testing.T) {
 		`.py-sandboxes(4): include "${A:B}": unsupported substitution "${A:B}": expected ${NAME} or ${NAME:-default}`,
 		`.py-sandboxes(5): include "${NOPE": unterminated substitution "${NOPE"`,
 		`.py-sandboxes(6): include "x\x00y": path is invalid`,
-		"bad(2): Invalid rule 'nope=1'",
+		"bad(2): Invalid rule 'nope=1': unknown key 'nope'",
 	}
 	if diff := cmp.Diff(want, errLines(t, err)); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)

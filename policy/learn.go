@@ -77,6 +77,11 @@ type FileAccess struct {
 	// holding Path. An observer reports the creation of a directory as a write in its
 	// parent (Dir set, Path the parent).
 	Dir bool
+	// Exec reports a program the program ran, or a file that program needs to
+	// start (its ELF loader and libraries, the interpreter of a script): learned
+	// even under LearnOptions.Skip, since a provider grants what a program needs
+	// only for the program it starts, not for the ones that program runs.
+	Exec bool
 }
 
 // NetAccess is one socket operation the program made.
@@ -127,9 +132,12 @@ type LearnOptions struct {
 	// pysandboxes layer, and anything the providers expose implicitly. A prefix covers
 	// itself and everything below it (whole path components).
 	Skip []string
-	// HostsFile is the hosts file ("" means /etc/hosts). It maps a bare address back
-	// to a name when the file gives that name exactly this one address, and it is
-	// read when the merged file is loaded to check it.
+	// Since is when the run started: in a temporary directory, a directory made
+	// before it needs a rule of its own (see the generalisation notes). Zero means
+	// every directory there existed before.
+	Since time.Time
+	// HostsFile is the hosts file ("" means /etc/hosts), read when the merged file
+	// is loaded to check it (a learned address is never named from it).
 	HostsFile string
 	// Resolver resolves the host names of net= rules when the merged file is loaded to
 	// check it. Nil means net.DefaultResolver.

@@ -1,10 +1,7 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -20,12 +17,14 @@ import (
 // when the access is on a directory). Never learned:
 //   - anything under /proc and /sys (kernel interfaces: the OS providers give what
 //     the interpreter needs, and a learned /proc rule would expose every process);
-//   - anything under /dev: device files are not data, and a learned expose-rw=/dev
-//     (upstream's pitfall) opens every device. /dev itself and the usual devices
-//     (null, zero, full, random, urandom, tty, ptmx, pts, fd, stdin, stdout,
-//     stderr), which the providers give, are dropped silently; any other device
-//     path (/dev/shm, /dev/kvm...) gets a "# not learned:" comment so that the
-//     reviewer can add a rule by hand;
+//   - anything under /dev but /dev/shm: device files are not data, and a learned
+//     expose-rw=/dev (upstream's pitfall) opens every device. /dev itself and the
+//     usual devices (null, zero, full, random, urandom, tty, ptmx, pts, fd, stdin,
+//     stdout, stderr), which the providers give, are dropped silently; any other
+//     device path (/dev/kvm...) gets a "# not learned:" comment so that the
+//     reviewer can add a rule by hand. /dev/shm holds files (POSIX shared memory
+//     and semaphores: multiprocessing's locks): a path under it is learned as
+//     /dev/shm itself (the names are made up at each run);
 //   - "/" itself (a file read at the root, such as /.dockerenv, would expose the
 //     whole file system): a comment says so;
 //   - paths under LearnOptions.Skip;
@@ -38,7 +37,13 @@ import (
 //
 // A directory already covered by the profile with the same or a stronger mode
 // (the deepest expose rule decides, as at run time) is not learned, nor is a child
-// of a learned directory with the same or a weaker mode. A write in a directory that
+// of a learned directory with the same or a weaker mode. One exception: a rule for
+// the temporary directory itself (/tmp, or the TMPDIR of the run) covers only what
+// the program made there during the run (LearnOptions.Since). A provider may give
+// the program a private temporary directory (unshare does for expose-rw=/tmp),
+// which holds nothing of the host's: a directory under it that existed before
+// (the working directory of a project checked out in /tmp, data the program
+// reads) gets a rule of its own, so that it is there too. A write in a directory that
 // the profile exposes read-only by exactly that directory supersedes the rule: the
 // expose-ro= line of the file is commented out (as for the result mode) and an
 // expose-rw= line added; when that rule lies in an included profile, only a comment
@@ -63,19 +68,27 @@ import (
 // Dir and Home) to the observed directory; otherwise the absolute path is written.
 // Caveat (upstream's too): a ${VAR} path needs VAR set when the rules load.
 //
-// Network. The NETWORK field is: "*" for a wildcard bind (0.0.0.0 or ::); else the
-// name the program used (NetAccess.Host); else the first name of the run's DNS
-// answers that gave this address; else a name of the hosts file that maps to
-// exactly this one address, the shortest then the first alphabetically (so the
-// name pins to nothing more than was seen: "localhost" for 127.0.0.1 when the
-// file gives it no other address); else
-// the address as ip/32 or ip/128. A name or an address is written ${VAR} when a
-// variable the program read (Observations.Env) holds exactly it; the port is written
-// ${VAR} when such a variable whose name contains "port" (any case) holds exactly
-// that number. Each access is one line (no port lists: a list would change from one
-// run to the next and defeat the verbatim check); an access the profile already
-// allows is skipped, and one an explicit DENY rule refuses gets a comment instead
-// (DENY rules win, an ALLOW would change nothing).
+// Network. The NETWORK field is the literal address the program used, written
+// without a prefix length (127.0.0.1, ::1), never a name found for it afterwards
+// (the machine's own names in the hosts file would pin more, or other, addresses
+// than the program reached); the name the program gave (NetAccess.Host), or, for
+// an address that a lookup of a name answered during the run (a client resolves,
+// then connects to the address), that name. A wildcard bind (0.0.0.0 or ::) is
+// written for both families, 0.0.0.0 and ::: which one a server binds follows the
+// resolver's order of the run (getaddrinfo sorts the wildcard addresses by the
+// interfaces and sockets it may use, which differ in a sandbox), and an IN rule
+// on 0.0.0.0 is the one the namespace providers forward from the host's loopback
+// (an IN rule on * only lets the program listen). A name is written ${VAR} when a
+// variable the program read (Observations.Env) holds exactly it (an address stays
+// literal: a variable that happens to hold it, no_proxy=127.0.0.1, is no reason
+// to make the rule depend on it); the port is written ${VAR} only when such a
+// variable is a port by its name (a component PORT of it, any case: PORT,
+// APP_PORT, Http_Port2; not REPORT or IMPORT_DIR) and holds exactly that number,
+// never for port 0 (an ephemeral bind).
+// Each access is one line (no port lists: a list would change from one run to
+// the next and defeat the verbatim check); an access the profile already allows is
+// skipped, and one an explicit DENY rule refuses gets a comment instead (DENY
+// rules win, an ALLOW would change nothing).
 
 // learnToolVars are the variables naming tool directories, rendered ${VAR}.
 var learnToolVars = []string{
@@ -86,6 +99,10 @@ var learnToolVars = []string{
 
 // learnNeverRoots are never learned (see above).
 var learnNeverRoots = []string{"/proc", "/sys", "/dev"}
+
+// learnShm is the directory of POSIX shared memory and semaphores: learned, as a
+// whole, although it lies in /dev.
+const learnShm = "/dev/shm"
 
 // learnQuietDevices are the device paths every provider gives: dropped silently.
 var learnQuietDevices = []string{
@@ -114,6 +131,18 @@ var importHeaders = [numImportGroups]string{
 var importDangerous = setOf("atexit", "bdb", "code", "codeop", "cProfile", "ctypes",
 	"faulthandler", "importlib", "inspect", "mmap", "pdb", "pkgutil", "posix",
 	"subprocess", "webbrowser")
+
+// DangerousImports returns, sorted, the standard modules that can undo the sandbox
+// or run code outside it: learning files their python-import rules under
+// "⚠ Dangerous!", and the Python layer's refusal that names one as its fix says so.
+func DangerousImports() []string {
+	out := make([]string, 0, len(importDangerous))
+	for m := range importDangerous {
+		out = append(out, m)
+	}
+	slices.Sort(out)
+	return out
+}
 
 // importDeprecated are the modules deprecated or removed by PEP 594 (and distutils,
 // lib2to3).
@@ -197,6 +226,9 @@ type learnGen struct {
 	// in net= rules.
 	read []string
 	date string
+	// tmpRoots are the canonical temporary directories (/tmp, TMPDIR...): a rule
+	// for one of them covers only what the run made there.
+	tmpRoots []string
 }
 
 // learnRoot is a directory rendered with a prefix.
@@ -247,6 +279,11 @@ func newLearnGen(p *Policy, path, text string, lo LearnOptions) *learnGen {
 		}
 	}
 	add(prefix, tmp)
+	for _, d := range []string{"/tmp", tmp} {
+		if c, err := filepath.EvalSymlinks(d); err == nil && !slices.Contains(g.tmpRoots, c) {
+			g.tmpRoots = append(g.tmpRoots, c)
+		}
+	}
 	return g
 }
 
@@ -361,6 +398,9 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 		if !f.Dir {
 			dir = filepath.Dir(p)
 		}
+		if underShm(p) || underShm(canonPath) {
+			dir = learnShm
+		}
 		if never, quiet := neverLearned(p, canonPath); never {
 			subject := dir
 			if dir == "/dev" {
@@ -371,7 +411,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 			}
 			continue
 		}
-		if g.skipped(p) || g.skipped(canonPath) {
+		if !f.Exec && (g.skipped(p) || g.skipped(canonPath)) {
 			g.debug("path under a skipped prefix", "path", p)
 			continue
 		}
@@ -396,7 +436,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 			addNote("/ (the whole file system: write a narrower rule by hand)")
 			continue
 		}
-		if g.skipped(dir) || g.skipped(canon) {
+		if !f.Exec && (g.skipped(dir) || g.skipped(canon)) {
 			continue
 		}
 		mode := ReadOnly
@@ -419,7 +459,7 @@ func (g *learnGen) fileBlocks(files []FileAccess, edits map[int][]string) []lear
 	for _, k := range keys {
 		d := dirs[k]
 		best, found := deepestExpose(g.p.exposes, learned, d.canon)
-		if found && best.Mode >= d.mode {
+		if found && best.Mode >= d.mode && !g.outsidePrivateTmp(best.Path, d.canon) {
 			continue // covered, by the profile or by a learned parent
 		}
 		value := g.renderPath(d.raw, d.canon)
@@ -494,11 +534,33 @@ func (g *learnGen) commentOut(i int, what string) []string {
 	return []string{"# Previous " + what + " superseded by learning on " + g.date + ":", "# " + old}
 }
 
-// neverLearned reports whether one of paths lies under /proc, /sys or /dev, and
-// whether it is dropped quietly (/proc, /sys, the usual devices and /dev itself)
-// rather than with a note.
+// outsidePrivateTmp reports whether the directory canon, beneath the exposed
+// directory covering, is out of a rule for covering when covering is the temporary
+// directory itself: canon existed before the run (see the notes above). A
+// directory whose birth time the file system does not give counts as existing
+// before.
+func (g *learnGen) outsidePrivateTmp(covering, canon string) bool {
+	if covering == canon || !slices.Contains(g.tmpRoots, covering) {
+		return false
+	}
+	made, known := bornSince(canon, g.lo.Since)
+	return !known || !made
+}
+
+// underShm reports whether p is /dev/shm or lies beneath it.
+func underShm(p string) bool {
+	_, ok := under(p, learnShm)
+	return ok
+}
+
+// neverLearned reports whether one of paths lies under /proc, /sys or /dev (but
+// /dev/shm), and whether it is dropped quietly (/proc, /sys, the usual devices
+// and /dev itself) rather than with a note.
 func neverLearned(paths ...string) (never, quiet bool) {
 	for _, p := range paths {
+		if underShm(p) {
+			continue
+		}
 		for _, root := range learnNeverRoots {
 			if _, ok := under(p, root); !ok {
 				continue
@@ -632,6 +694,8 @@ func ruleValueOK(v string) bool {
 func (g *learnGen) netBlocks(accesses []NetAccess, dns []DNSAnswer) []learnBlock {
 	byIP := map[netip.Addr]string{}
 	for _, a := range dns {
+		// A lookup of an address (getaddrinfo("127.0.0.1")) names nothing:
+		// validHostName refuses addresses.
 		name := hostKey(strings.TrimSpace(a.Name))
 		if !validHostName(name) {
 			continue
@@ -642,24 +706,6 @@ func (g *learnGen) netBlocks(accesses []NetAccess, dns []DNSAnswer) []learnBlock
 				byIP[ip] = name
 			}
 		}
-	}
-	var hosts map[string][]netip.Addr
-	hostsRead := false
-	hostsName := func(ip netip.Addr) string {
-		if !hostsRead {
-			hostsRead = true
-			hosts = g.readHostsFile()
-		}
-		best := ""
-		for name, addrs := range hosts {
-			if len(addrs) != 1 || addrs[0] != ip || !validHostName(name) {
-				continue
-			}
-			if best == "" || len(name) < len(best) || len(name) == len(best) && name < best {
-				best = name
-			}
-		}
-		return best
 	}
 	n := g.p.Network()
 	var lines, notes []string
@@ -688,56 +734,21 @@ func (g *learnGen) netBlocks(accesses []NetAccess, dns []DNSAnswer) []learnBlock
 		if host == "" && !wildcard {
 			if name, ok := byIP[ip]; ok {
 				host = name
-			} else if name := hostsName(ip); name != "" {
-				host = name
 			}
 		}
-		// Already allowed, or refused by an explicit DENY?
-		var ok bool
-		var rule *NetRule
-		if host != "" {
-			if _, pinned := n.Pin(host); pinned {
-				ok, rule = n.AllowedHost(a.Proto, host, a.Port, a.Dir)
+		targets := []netip.Addr{ip}
+		if wildcard {
+			targets = []netip.Addr{netip.IPv4Unspecified(), netip.IPv6Unspecified()}
+		}
+		for _, ip := range targets {
+			line, comment := g.netLine(n, a, host, ip)
+			switch {
+			case line != "":
+				lines = append(lines, line)
+			case comment != "":
+				notes = append(notes, comment)
 			}
 		}
-		if !ok && rule == nil && ip.IsValid() {
-			ok, rule = n.Allowed(a.Proto, ip, a.Port, a.Dir)
-		}
-		if ok {
-			continue
-		}
-		protoName := strings.ToUpper(a.Proto.String())
-		if rule != nil && rule.Action == Deny {
-			target := host
-			if target == "" {
-				target = ip.String()
-			}
-			notes = append(notes, note("%s %s port %d %s (refused by %s)", protoName, target, a.Port, a.Dir, rule.Raw))
-			continue
-		}
-		network := ""
-		switch {
-		case wildcard:
-			network = "*"
-		case host != "":
-			network = host
-			if v := g.varHolding(func(val string) bool { return strings.EqualFold(hostKey(val), host) }); v != "" {
-				network = "${" + v + "}"
-			}
-		default:
-			network = netip.PrefixFrom(ip, ip.BitLen()).String()
-			if v := g.varHolding(func(val string) bool {
-				vip, err := netip.ParseAddr(val)
-				return err == nil && canonAddr(vip) == ip
-			}); v != "" {
-				network = "${" + v + "}"
-			}
-		}
-		port := strconv.Itoa(int(a.Port))
-		if v := g.varHolding(func(val string) bool { return val == port }, "port"); v != "" {
-			port = "${" + v + "}"
-		}
-		lines = append(lines, "net=ALLOW|"+protoName+"|"+network+"|"+port+"|"+a.Dir.String())
 	}
 	slices.Sort(lines)
 	lines = slices.Compact(lines)
@@ -746,12 +757,67 @@ func (g *learnGen) netBlocks(accesses []NetAccess, dns []DNSAnswer) []learnBlock
 	return []learnBlock{{entries: append(lines, notes...)}}
 }
 
+// netLine returns the rule learned for one access to host (or, when host is "",
+// to the address ip): "" when the profile allows it already, and then a comment
+// when an explicit DENY rule refuses it.
+func (g *learnGen) netLine(n *Network, a NetAccess, host string, ip netip.Addr) (line, comment string) {
+	var ok bool
+	var rule *NetRule
+	if host != "" {
+		if _, pinned := n.Pin(host); pinned {
+			ok, rule = n.AllowedHost(a.Proto, host, a.Port, a.Dir)
+		}
+	}
+	if !ok && rule == nil && ip.IsValid() {
+		ok, rule = n.Allowed(a.Proto, ip, a.Port, a.Dir)
+	}
+	if ok {
+		return "", ""
+	}
+	protoName := strings.ToUpper(a.Proto.String())
+	if rule != nil && rule.Action == Deny {
+		target := host
+		if target == "" {
+			target = ip.String()
+		}
+		return "", note("%s %s port %d %s (refused by %s)", protoName, target, a.Port, a.Dir, rule.Raw)
+	}
+	network := ""
+	if host != "" {
+		network = host
+		if v := g.varHolding(func(val string) bool { return strings.EqualFold(hostKey(val), host) }); v != "" {
+			network = "${" + v + "}"
+		}
+	} else {
+		network = ip.String()
+	}
+	port := strconv.Itoa(int(a.Port))
+	if a.Port != 0 {
+		if v := g.varHolding(func(val string) bool { return val == port }, portVarName); v != "" {
+			port = "${" + v + "}"
+		}
+	}
+	return "net=ALLOW|" + protoName + "|" + network + "|" + port + "|" + a.Dir.String(), ""
+}
+
+// portVarName reports whether a variable's name says it holds a port: one of its
+// components (split at '_' and '-'), its trailing digits aside, is PORT (any
+// case).
+func portVarName(name string) bool {
+	for _, c := range strings.FieldsFunc(name, func(r rune) bool { return r == '_' || r == '-' }) {
+		if strings.EqualFold(strings.TrimRight(c, "0123456789"), "port") {
+			return true
+		}
+	}
+	return false
+}
+
 // varHolding returns the first (by name) variable read by the program whose host
-// value matches, and whose name contains each of contains (any case); "" if none.
-func (g *learnGen) varHolding(match func(string) bool, contains ...string) string {
-	names := slices.Clone(g.read)
-	slices.Sort(names)
-	for _, name := range slices.Compact(names) {
+// value matches, and whose name passes each of names; "" if none.
+func (g *learnGen) varHolding(match func(string) bool, names ...func(string) bool) string {
+	vars := slices.Clone(g.read)
+	slices.Sort(vars)
+	for _, name := range slices.Compact(vars) {
 		if !validEnvName(name) {
 			continue
 		}
@@ -760,38 +826,14 @@ func (g *learnGen) varHolding(match func(string) bool, contains ...string) strin
 			continue
 		}
 		good := true
-		for _, c := range contains {
-			if !strings.Contains(strings.ToLower(name), c) {
-				good = false
-			}
+		for _, f := range names {
+			good = good && f(name)
 		}
 		if good && match(val) {
 			return name
 		}
 	}
 	return ""
-}
-
-// readHostsFile reads the hosts file of the options (nil when it cannot be read).
-func (g *learnGen) readHostsFile() map[string][]netip.Addr {
-	path := g.lo.HostsFile
-	if path == "" {
-		path = defaultHostsFile
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			g.debug("cannot read the hosts file", "file", path, "err", err)
-		}
-		return nil
-	}
-	defer f.Close()
-	hosts, err := parseHosts(io.LimitReader(f, maxHostsSize))
-	if err != nil {
-		g.debug("cannot read the hosts file", "file", path, "err", err)
-		return nil
-	}
-	return hosts
 }
 
 // ---- imports ----

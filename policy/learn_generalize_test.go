@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -245,12 +246,20 @@ func TestLearnPaths(t *testing.T) {
 			},
 		},
 		{
-			name:  "other devices: a comment, no rule",
-			files: []FileAccess{{Path: "/dev/shm/sem.x", Write: true}, {Path: "/dev/shm/sem.y", Write: true}, {Path: "/dev/kvm", Write: true}},
+			name: "other devices: a comment, no rule; /dev/shm as a whole",
+			files: []FileAccess{{Path: "/dev/shm/sem.x", Write: true}, {Path: "/dev/shm/sem.y", Write: true},
+				{Path: "/dev/shm/gone/x"}, {Path: "/dev/kvm", Write: true}},
 			want: []string{
+				"expose-rw=/dev/shm",
 				"# not learned: /dev/kvm (device files are never learned: add a rule by hand if the program needs it)",
-				"# not learned: /dev/shm (device files are never learned: add a rule by hand if the program needs it)",
 			},
+		},
+		{
+			name:  "a program run and what it needs: under a skipped prefix too",
+			dirs:  []string{"usr/bin", "usr/lib"},
+			files: []FileAccess{{Path: "{root}/usr/bin/echo", Exec: true}, {Path: "{root}/usr/lib/libc.so", Exec: true}, {Path: "{root}/usr/lib/other.py"}},
+			skip:  []string{"{root}/usr"},
+			want:  []string{"expose-ro={root}/usr/bin", "expose-ro={root}/usr/lib"},
 		},
 		{
 			name:  "never the root directory",
@@ -320,6 +329,45 @@ func TestLearnPaths(t *testing.T) {
 				t.Errorf("nothing learned, but a backup was made: %s", res.Backup)
 			}
 		})
+	}
+}
+
+// TestLearnPrivateTmp: a rule for the temporary directory covers what the run made
+// there, not what was there before (a provider may give a private one).
+func TestLearnPrivateTmp(t *testing.T) {
+	e := newLearnEnv(t)
+	e.mkdir("tmp/data", "tmp/out", "tmp/proj")
+	if _, known := bornSince(e.abs("tmp/data"), time.Now()); !known {
+		t.Skip("the file system here gives no birth time")
+	}
+	time.Sleep(50 * time.Millisecond)
+	e.since = time.Now()
+	e.mkdir("tmp/pytest-of-me/test0")
+	e.dir = e.abs("tmp/proj")
+	obs := Observations{Files: []FileAccess{
+		{Path: e.abs("tmp"), Write: true, Dir: true}, // mkdir tmp/pytest-of-me
+		{Path: e.abs("tmp/pytest-of-me/test0/x.json"), Write: true},
+		{Path: e.abs("tmp/data/a.csv")},             // there before: read
+		{Path: e.abs("tmp/out/b.csv"), Write: true}, // there before: written
+		{Path: e.abs("tmp/proj/test_a.py")},         // the working directory
+	}}
+	got := e.learnCase(t, "", nil, obs)
+	want := []string{"expose-ro=${TMPDIR:-/tmp}/data", "expose-ro=.", "expose-rw=${TMPDIR:-/tmp}", "expose-rw=${TMPDIR:-/tmp}/out"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The same when the profile exposes the temporary directory already; a
+	// second run learns nothing more.
+	e = newLearnEnv(t)
+	e.mkdir("tmp/data")
+	e.since = time.Now().Add(time.Second)
+	got = e.learnCase(t, "expose-rw=${TMPDIR:-/tmp}\n", nil, Observations{Files: []FileAccess{{Path: e.abs("tmp/data/a.csv")}}})
+	if diff := cmp.Diff([]string{"expose-ro=${TMPDIR:-/tmp}/data"}, got); diff != "" {
+		t.Errorf("profile exposing the temporary directory (-want +got):\n%s", diff)
+	}
+	res, err := e.learn(Observations{Files: []FileAccess{{Path: e.abs("tmp/data/a.csv")}}})
+	if err != nil || len(res.Added) != 0 {
+		t.Errorf("second run: %v, learned %q", err, res.Added)
 	}
 }
 
@@ -455,23 +503,23 @@ func TestLearnNet(t *testing.T) {
 				{Proto: TCP, Dir: In, IP: netip.IPv6Unspecified(), Port: 8000},
 				{Proto: UDP, Dir: In, IP: netip.IPv6Unspecified(), Port: 0},
 			}},
-			want: []string{"net=ALLOW|TCP|*|8000|IN", "net=ALLOW|UDP|*|0|IN"},
+			want: []string{"net=ALLOW|TCP|0.0.0.0|8000|IN", "net=ALLOW|TCP|::|8000|IN", "net=ALLOW|UDP|0.0.0.0|0|IN", "net=ALLOW|UDP|::|0|IN"},
 		},
 		{
-			name: "loopback binds named from the hosts file",
+			name: "loopback binds: the literal address, never a name of the hosts file",
 			obs: Observations{Net: []NetAccess{
 				{Proto: TCP, Dir: In, IP: ip("127.0.0.1"), Port: 9999},
 				{Proto: TCP, Dir: In, IP: ip("::1"), Port: 0},
 			}},
-			want: []string{"net=ALLOW|TCP|ip6-loopback|0|IN", "net=ALLOW|TCP|localhost|9999|IN"},
+			want: []string{"net=ALLOW|TCP|127.0.0.1|9999|IN", "net=ALLOW|TCP|::1|0|IN"},
 		},
 		{
-			name: "a hosts name shared by several addresses is not used",
+			name: "an address the hosts file names",
 			obs: Observations{Net: []NetAccess{
 				{Proto: TCP, Dir: Out, IP: ip("192.0.2.80"), Port: 80},
 			}},
-			hosts: "192.0.2.80 web.test\n192.0.2.81 web.test\n",
-			want:  []string{"net=ALLOW|TCP|192.0.2.80/32|80|OUT"},
+			hosts: "192.0.2.80 web.test\n",
+			want:  []string{"net=ALLOW|TCP|192.0.2.80|80|OUT"},
 		},
 		{
 			name: "bare addresses",
@@ -481,9 +529,9 @@ func TestLearnNet(t *testing.T) {
 				{Proto: TCP, Dir: Out, IP: ip("fe80::1%eth0"), Port: 22},
 			}},
 			want: []string{
-				"net=ALLOW|TCP|198.51.100.7/32|5432|OUT",
-				"net=ALLOW|TCP|fe80::1/128|22|OUT",
-				"net=ALLOW|UDP|2001:db8::1/128|53|OUT",
+				"net=ALLOW|TCP|198.51.100.7|5432|OUT",
+				"net=ALLOW|TCP|fe80::1|22|OUT",
+				"net=ALLOW|UDP|2001:db8::1|53|OUT",
 			},
 		},
 		{
@@ -499,7 +547,7 @@ func TestLearnNet(t *testing.T) {
 					{Proto: TCP, Dir: Out, IP: ip("192.0.2.51"), Port: 443},
 				},
 			},
-			want: []string{"net=ALLOW|TCP|192.0.2.51/32|443|OUT", "net=ALLOW|TCP|api.example.test|443|OUT"},
+			want: []string{"net=ALLOW|TCP|192.0.2.51|443|OUT", "net=ALLOW|TCP|api.example.test|443|OUT"},
 		},
 		{
 			name: "the name the program used",
@@ -507,10 +555,10 @@ func TestLearnNet(t *testing.T) {
 				{Proto: TCP, Dir: Out, Host: "db.example.test", IP: ip("192.0.2.60"), Port: 5432},
 				{Proto: TCP, Dir: Out, Host: "192.0.2.61", Port: 80},
 			}},
-			want: []string{"net=ALLOW|TCP|192.0.2.61/32|80|OUT", "net=ALLOW|TCP|db.example.test|5432|OUT"},
+			want: []string{"net=ALLOW|TCP|192.0.2.61|80|OUT", "net=ALLOW|TCP|db.example.test|5432|OUT"},
 		},
 		{
-			name: "hosts, addresses and ports held in variables the program read",
+			name: "hosts and ports held in variables the program read; addresses stay literal",
 			env:  []string{"SERVER_IP=203.0.113.5", "APP_Port=9000", "N=7000", "UNREAD_PORT=7001"},
 			obs: Observations{
 				Env: []string{"DB_HOST", "SERVER_IP", "APP_Port", "N", "PORT"},
@@ -528,10 +576,65 @@ func TestLearnNet(t *testing.T) {
 				"env=PORT=${PORT}",
 				"env=SERVER_IP=${SERVER_IP}",
 				"net=ALLOW|TCP|${DB_HOST}|${PORT}|OUT",
-				"net=ALLOW|TCP|${SERVER_IP}|${APP_Port}|OUT",
-				"net=ALLOW|TCP|*|7000|IN",
-				"net=ALLOW|TCP|*|7001|IN",
+				"net=ALLOW|TCP|0.0.0.0|7000|IN",
+				"net=ALLOW|TCP|0.0.0.0|7001|IN",
+				"net=ALLOW|TCP|203.0.113.5|${APP_Port}|OUT",
+				"net=ALLOW|TCP|::|7000|IN",
+				"net=ALLOW|TCP|::|7001|IN",
 			},
+		},
+		{
+			name: "a lookup of an address names nothing; the name looked up names its answers",
+			obs: Observations{
+				DNS: []DNSAnswer{
+					{Name: "127.0.0.1", Addrs: []netip.Addr{ip("127.0.0.1")}},
+					{Name: "::1", Addrs: []netip.Addr{ip("::1")}},
+					{Name: "localhost", Addrs: []netip.Addr{ip("127.0.0.2")}},
+				},
+				Net: []NetAccess{
+					{Proto: TCP, Dir: Out, IP: ip("127.0.0.1"), Port: 8080},
+					{Proto: TCP, Dir: Out, IP: ip("::1"), Port: 8080},
+					{Proto: TCP, Dir: Out, IP: ip("127.0.0.2"), Port: 8080},
+				},
+			},
+			want: []string{"net=ALLOW|TCP|127.0.0.1|8080|OUT", "net=ALLOW|TCP|::1|8080|OUT", "net=ALLOW|TCP|localhost|8080|OUT"},
+		},
+		{
+			name: "ports: only a variable named as a port holds one, never port 0",
+			env:  []string{"REPORT_ID=8080", "IMPORT_LIMIT=8081", "TRANSPORT=8082", "HTTP_PORT2=8083", "ZERO_PORT=0", "PORTAL=8084"},
+			obs: Observations{
+				Env: []string{"REPORT_ID", "IMPORT_LIMIT", "TRANSPORT", "HTTP_PORT2", "ZERO_PORT", "PORTAL"},
+				Net: []NetAccess{
+					{Proto: TCP, Dir: Out, IP: ip("192.0.2.1"), Port: 8080},
+					{Proto: TCP, Dir: Out, IP: ip("192.0.2.1"), Port: 8081},
+					{Proto: TCP, Dir: Out, IP: ip("192.0.2.1"), Port: 8082},
+					{Proto: TCP, Dir: Out, IP: ip("192.0.2.1"), Port: 8083},
+					{Proto: TCP, Dir: Out, IP: ip("192.0.2.1"), Port: 8084},
+					{Proto: TCP, Dir: In, IP: ip("127.0.0.1"), Port: 0},
+				},
+			},
+			want: []string{
+				"env=HTTP_PORT2=${HTTP_PORT2}",
+				"env=IMPORT_LIMIT=${IMPORT_LIMIT}",
+				"env=PORTAL=${PORTAL}",
+				"env=REPORT_ID=${REPORT_ID}",
+				"env=TRANSPORT=${TRANSPORT}",
+				"env=ZERO_PORT=${ZERO_PORT}",
+				"net=ALLOW|TCP|127.0.0.1|0|IN",
+				"net=ALLOW|TCP|192.0.2.1|${HTTP_PORT2}|OUT",
+				"net=ALLOW|TCP|192.0.2.1|8080|OUT",
+				"net=ALLOW|TCP|192.0.2.1|8081|OUT",
+				"net=ALLOW|TCP|192.0.2.1|8082|OUT",
+				"net=ALLOW|TCP|192.0.2.1|8084|OUT",
+			},
+		},
+		{
+			name:   "a wildcard bind the profile allows for one family learns the other",
+			before: "net=ALLOW|tcp|0.0.0.0|8000|IN\n",
+			obs: Observations{Net: []NetAccess{
+				{Proto: TCP, Dir: In, IP: netip.IPv6Unspecified(), Port: 8000},
+			}},
+			want: []string{"net=ALLOW|TCP|::|8000|IN"},
 		},
 		{
 			name:   "already allowed by the profile",
@@ -541,7 +644,7 @@ func TestLearnNet(t *testing.T) {
 				{Proto: TCP, Dir: Out, Host: "db.example.test", IP: ip("192.0.2.60"), Port: 5432},
 				{Proto: UDP, Dir: Out, IP: ip("198.51.100.7"), Port: 443},
 			}},
-			want: []string{"net=ALLOW|UDP|198.51.100.7/32|443|OUT"},
+			want: []string{"net=ALLOW|UDP|198.51.100.7|443|OUT"},
 		},
 		{
 			name:   "refused by a DENY rule: a comment, no rule",

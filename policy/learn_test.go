@@ -28,6 +28,7 @@ type learnEnv struct {
 	hosts                      string
 	env                        []string
 	now                        time.Time
+	since                      time.Time // LearnOptions.Since
 }
 
 func newLearnEnv(t testing.TB) *learnEnv {
@@ -67,6 +68,7 @@ func newLearnEnv(t testing.TB) *learnEnv {
 func (e *learnEnv) opts() LearnOptions {
 	return LearnOptions{
 		Now:       e.now,
+		Since:     e.since,
 		Dir:       e.dir,
 		Home:      e.home,
 		Env:       e.env,
@@ -226,8 +228,9 @@ func TestLearnApp(t *testing.T) {
 		"expose-rw=${TMPDIR:-/tmp}/work",
 		"expose-rw=./out",
 		"net=ALLOW|TCP|${DB_HOST}|5432|OUT",
-		"net=ALLOW|TCP|*|${PORT}|IN",
-		"net=ALLOW|TCP|198.51.100.7/32|5432|OUT",
+		"net=ALLOW|TCP|0.0.0.0|${PORT}|IN",
+		"net=ALLOW|TCP|198.51.100.7|5432|OUT",
+		"net=ALLOW|TCP|::|${PORT}|IN",
 		"net=ALLOW|TCP|api.example.test|443|OUT",
 		"python-import=subprocess",
 		"python-import=json, os",

@@ -75,29 +75,29 @@ func TestLineErrors(t *testing.T) {
 		text string
 		want []string
 	}{
-		{"unknown key", "env=A=x\nfoo=bar", []string{".py-sandboxes(2): Invalid rule 'foo=bar'"}},
-		{"no '='", "\n\nsomething", []string{".py-sandboxes(3): Invalid rule 'something'"}},
-		{"empty key", "=value", []string{".py-sandboxes(1): Invalid rule '=value'"}},
-		{"space before '='", "env =A=x", []string{".py-sandboxes(1): Invalid rule 'env =A=x'"}},
+		{"unknown key", "env=A=x\nfoo=bar", []string{".py-sandboxes(2): Invalid rule 'foo=bar': unknown key 'foo'"}},
+		{"no '='", "\n\nsomething", []string{".py-sandboxes(3): Invalid rule 'something': expected KEY=VALUE"}},
+		{"empty key", "=value", []string{".py-sandboxes(1): Invalid rule '=value': expected KEY=VALUE (the key is empty)"}},
+		{"space before '='", "env =A=x", []string{".py-sandboxes(1): Invalid rule 'env =A=x': expected KEY=VALUE with no space around the key: 'env=A=x'"}},
 		{"keys are lower-case", "ENV=A=x\nExpose-ro=/", []string{
-			".py-sandboxes(1): Invalid rule 'ENV=A=x'",
-			".py-sandboxes(2): Invalid rule 'Expose-ro=/'",
+			".py-sandboxes(1): Invalid rule 'ENV=A=x': unknown key 'ENV'; did you mean 'env'?",
+			".py-sandboxes(2): Invalid rule 'Expose-ro=/': unknown key 'Expose-ro'; did you mean 'expose-ro'?",
 		}},
-		{"comment removed from the message", "foo=bar # why", []string{".py-sandboxes(1): Invalid rule 'foo=bar'"}},
-		{"legacy dashes are not a key", "--env=A=x", []string{".py-sandboxes(1): Invalid rule '--env=A=x'"}},
-		{"bare include", "include", []string{".py-sandboxes(1): Invalid rule 'include'"}},
-		{"include with single quotes", "include 'x'", []string{".py-sandboxes(1): Invalid rule 'include 'x''"}},
-		{"include without quotes", "include x", []string{".py-sandboxes(1): Invalid rule 'include x'"}},
-		{"byte order mark after line 1", "env=A=x\n\xef\xbb\xbfenv=B=y", []string{".py-sandboxes(2): Invalid rule '\ufeffenv=B=y'"}},
+		{"comment removed from the message", "foo=bar # why", []string{".py-sandboxes(1): Invalid rule 'foo=bar': unknown key 'foo'"}},
+		{"legacy dashes are not a key", "--env=A=x", []string{".py-sandboxes(1): Invalid rule '--env=A=x': unknown key '--env'; did you mean 'env'?"}},
+		{"bare include", "include", []string{`.py-sandboxes(1): Invalid rule 'include': include takes one path in double quotes: include "path"`}},
+		{"include with single quotes", "include 'x'", []string{`.py-sandboxes(1): Invalid rule 'include 'x'': include takes one path in double quotes: include "path"`}},
+		{"include without quotes", "include x", []string{`.py-sandboxes(1): Invalid rule 'include x': include takes one path in double quotes: include "path"`}},
+		{"byte order mark after line 1", "env=A=x\n\xef\xbb\xbfenv=B=y", []string{".py-sandboxes(2): Invalid rule '\ufeffenv=B=y': the line starts with a byte order mark (U+FEFF), allowed at the start of a file only"}},
 		{"invalid UTF-8", "env=A=x\nenv=B=\xff\xfe\nbad", []string{
 			".py-sandboxes(2): line is not valid UTF-8",
-			".py-sandboxes(3): Invalid rule 'bad'",
+			".py-sandboxes(3): Invalid rule 'bad': expected KEY=VALUE",
 		}},
 		{"invalid UTF-8 in a comment", "env=A=x # \xff", []string{".py-sandboxes(1): line is not valid UTF-8"}},
 		{"every error, in line order", "z=1\ny=2\n\nx=3", []string{
-			".py-sandboxes(1): Invalid rule 'z=1'",
-			".py-sandboxes(2): Invalid rule 'y=2'",
-			".py-sandboxes(4): Invalid rule 'x=3'",
+			".py-sandboxes(1): Invalid rule 'z=1': unknown key 'z'",
+			".py-sandboxes(2): Invalid rule 'y=2': unknown key 'y'",
+			".py-sandboxes(4): Invalid rule 'x=3': unknown key 'x'",
 		}},
 		{"same error twice on one line is reported once", "env=A=${A:B}${A:B}", []string{
 			`.py-sandboxes(1): unsupported substitution "${A:B}": expected ${NAME} or ${NAME:-default}`,
@@ -115,7 +115,7 @@ func TestLineErrors(t *testing.T) {
 func TestLineErrorText(t *testing.T) {
 	e := newCoreEnv(t)
 	_, err := e.parse("a=1\nb=2")
-	want := "Syntax error in config files.\n.py-sandboxes(1): Invalid rule 'a=1'\n.py-sandboxes(2): Invalid rule 'b=2'"
+	want := "Syntax error in config files.\n.py-sandboxes(1): Invalid rule 'a=1': unknown key 'a'\n.py-sandboxes(2): Invalid rule 'b=2': unknown key 'b'"
 	if err == nil || err.Error() != want {
 		t.Errorf("error text:\n%v\nwant:\n%s", err, want)
 	}
@@ -130,10 +130,10 @@ func TestRefDisplay(t *testing.T) {
 		file string
 		want string
 	}{
-		{e.path(".py-sandboxes"), ".py-sandboxes(1): Invalid rule 'x'"},
-		{e.path("sub/dir/p"), "sub/dir/p(1): Invalid rule 'x'"},
-		{e.path("~/.config/p"), "~/.config/p(1): Invalid rule 'x'"},
-		{other + "/p", other + "/p(1): Invalid rule 'x'"},
+		{e.path(".py-sandboxes"), ".py-sandboxes(1): Invalid rule 'x': expected KEY=VALUE"},
+		{e.path("sub/dir/p"), "sub/dir/p(1): Invalid rule 'x': expected KEY=VALUE"},
+		{e.path("~/.config/p"), "~/.config/p(1): Invalid rule 'x': expected KEY=VALUE"},
+		{other + "/p", other + "/p(1): Invalid rule 'x': expected KEY=VALUE"},
 	}
 	for _, tt := range tests {
 		e.write(tt.file, "x")
@@ -145,7 +145,7 @@ func TestRefDisplay(t *testing.T) {
 	// The rules of Options.Rules are "<arg>", without a line.
 	e.args = []string{"y=1"}
 	_, err := e.parse("")
-	if diff := cmp.Diff([]string{"<arg>: Invalid rule 'y=1'"}, errLines(t, err)); diff != "" {
+	if diff := cmp.Diff([]string{"<arg>: Invalid rule 'y=1': unknown key 'y'"}, errLines(t, err)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

@@ -249,8 +249,22 @@ func (ld *loader) rule(l line) {
 		return
 	}
 	key, value, ok := strings.Cut(l.text, "=")
-	if !ok || key == "" || strings.TrimSpace(key) != key {
-		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+	switch {
+	case !ok && (l.text == "include" || strings.HasPrefix(l.text, "include ")):
+		ld.errs.add(l.ref, "Invalid rule '%s': include takes one path in double quotes: include \"path\"", l.text)
+		return
+	case !ok:
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE", l.text)
+		return
+	case strings.HasPrefix(key, "\ufeff"):
+		ld.errs.add(l.ref, "Invalid rule '%s': the line starts with a byte order mark (U+FEFF), allowed at the start of a file only", l.text)
+		return
+	case key == "":
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE (the key is empty)", l.text)
+		return
+	case strings.TrimSpace(key) != key:
+		ld.errs.add(l.ref, "Invalid rule '%s': expected KEY=VALUE with no space around the key: '%s=%s'",
+			l.text, strings.TrimSpace(key), strings.TrimLeft(value, " \t"))
 		return
 	}
 	if l.ref.IsArg() && !ld.argKeySeen[key] {
@@ -295,8 +309,108 @@ func (ld *loader) rule(l line) {
 	case strings.Contains(key, "."):
 		ld.providerRule(r)
 	default:
-		ld.errs.add(l.ref, "Invalid rule '%s'", l.text)
+		ld.errs.add(l.ref, "Invalid rule '%s': %s", l.text, unknownKey(key))
 	}
+}
+
+// Keys returns every key of the rule language, in the order the documentation
+// lists them: env, unenv, expose-ro, expose-rw, ignore, net, python-import,
+// python-api, the eval-* keys (eval-KEY:PROFILE names a profile), then the
+// single-valued keys (py-sandbox, os-sandbox, learn, remote-result-mode,
+// remote-result-guard). A provider parameter (PROVIDER.PARAM) is not a key of
+// its own. LegacyKeys lists the spellings Load still accepts.
+func Keys() []string { return slices.Clone(ruleKeys) }
+
+// ruleKeys is what Keys returns.
+var ruleKeys = func() []string {
+	out := []string{"env", "unenv", "expose-ro", "expose-rw", "ignore", "net", "python-import", "python-api"}
+	out = append(out, evalListKeys...)
+	out = append(out, evalScalarKeyNames()...)
+	for _, k := range controlKeys {
+		if !slices.Contains(legacyKeys, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}()
+
+// legacyKeys are accepted but no longer written: former spellings, and a key
+// without effect.
+var legacyKeys = []string{"set-env", "unset-env", "bind", "ro-bind", "port"}
+
+// LegacyKeys returns the keys Load accepts that are not to be written any
+// more: set-env and unset-env (env= and unenv=), bind and ro-bind (expose-rw=
+// and expose-ro=), and port (no effect: the host talks to the sandbox over a
+// socket pair).
+func LegacyKeys() []string { return slices.Clone(legacyKeys) }
+
+// unknownKey says that key is not a rule key, suggesting the closest one when
+// it looks like a typo of it.
+func unknownKey(key string) string {
+	if s, ok := closestKey(key, ruleKeys); ok {
+		return fmt.Sprintf("unknown key '%s'; did you mean '%s'?", key, s)
+	}
+	return fmt.Sprintf("unknown key '%s'", key)
+}
+
+// closestKey returns the candidate nearest to word (insertions, deletions,
+// substitutions and swaps of two neighbours) when it is near enough to be a
+// typo, ignoring case: one edit for words of up to 4 letters, two up to 11,
+// three beyond. On a tie the first candidate wins (Keys lists the narrower
+// grant first). The work is bounded: a candidate whose length is too far off
+// is not compared, and a comparison costs len(word)*len(candidate).
+func closestKey(word string, cands []string) (string, bool) {
+	limit := 1
+	switch {
+	case len(word) > 11:
+		limit = 3
+	case len(word) > 4:
+		limit = 2
+	}
+	best, bestD := "", limit+1
+	var lower string
+	var rows []int
+	for _, c := range cands {
+		if d := len(word) - len(c); d > limit || -d > limit {
+			continue
+		}
+		if lower == "" {
+			lower = strings.ToLower(word)
+			rows = make([]int, 3*(len(word)+limit+1))
+		}
+		if d := editDistanceIn(rows, lower, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best, best != ""
+}
+
+// editDistance is the optimal string alignment distance of a and b, in
+// O(len(a)*len(b)) time and O(len(b)) memory.
+func editDistance(a, b string) int { return editDistanceIn(make([]int, 3*(len(b)+1)), a, b) }
+
+// editDistanceIn is editDistance working in rows (at least 3*(len(b)+1)).
+func editDistanceIn(rows []int, a, b string) int {
+	n := len(b) + 1
+	prev2, prev, cur := rows[:n], rows[n:2*n], rows[2*n:3*n]
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // record keeps an accepted rule; each family calls it once per rule it accepts.

@@ -207,7 +207,7 @@ func TestSubstitutionInRules(t *testing.T) {
 	deep := "ignore=" + strings.Repeat("${A:-", 10_000) + strings.Repeat("}", 10_000)
 	e.wantErrs(deep, ".py-sandboxes(1): substitution nested more than 32 levels deep")
 	// The key is never substituted.
-	e.wantErrs("${KEY}=x", ".py-sandboxes(1): Invalid rule '${KEY}=x'")
+	e.wantErrs("${KEY}=x", ".py-sandboxes(1): Invalid rule '${KEY}=x': unknown key '${KEY}'")
 }
 
 // TestSubstituteBounded checks that a value built by repeating a long variable is

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,7 @@ type Session struct {
 	code   *codeBlob
 	config []byte
 	mode   string
+	interp string // the interpreter's path (what it needs is not learned)
 
 	mu       sync.Mutex
 	denials  []Denial
@@ -117,6 +119,7 @@ func NewSession(ctx context.Context, in ConfigInput) (*Session, error) {
 		code:   code,
 		config: cfg,
 		mode:   in.Mode,
+		interp: in.Interp.Path,
 		seen:   map[string]bool{},
 		done:   make(chan struct{}),
 	}
@@ -293,8 +296,15 @@ func (s *Session) Finish(grace time.Duration) *Result {
 	}
 	s.host.Close()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	res := &Result{Denials: s.denials, DroppedDenials: s.dropped, Observations: s.obs.result(), Armed: s.hello}
+	progs, dbs := s.obs.progs, s.obs.dbs
+	s.mu.Unlock()
+	// The programs run and the databases opened, as file accesses (the host
+	// looks at the files now, after the run).
+	res.Observations.Files = append(res.Observations.Files, dbAccesses(dbs)...)
+	res.Observations.Files = append(res.Observations.Files, programAccesses(context.Background(), s.interp, progs)...)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	switch {
 	case s.protoErr != nil:
 		res.Err = s.protoErr
@@ -319,6 +329,8 @@ type wireObs struct {
 	DNS     []json.RawMessage `json:"dns"`
 	Imports []string          `json:"imports"`
 	API     []string          `json:"api"`
+	Exec    []json.RawMessage `json:"exec"`
+	SQLite  []json.RawMessage `json:"sqlite"`
 }
 
 // obsSet accumulates observations without duplicates, within maxObserved.
@@ -330,6 +342,8 @@ type obsSet struct {
 	dns   map[string][]netip.Addr
 	imps  map[string]bool
 	api   map[string]bool
+	progs []ranProgram
+	dbs   []openedDB
 	order struct {
 		env, imps, api []string
 		files          []policy.FileAccess
@@ -451,6 +465,16 @@ func (o *obsSet) add(w wireObs) {
 			o.api[a] = true
 			o.order.api = append(o.order.api, a)
 			o.n++
+		}
+	}
+	for _, raw := range w.Exec {
+		if r, ok := parseRan(raw); ok && len(o.progs) < maxPrograms && !slices.Contains(o.progs, r) {
+			o.progs = append(o.progs, r)
+		}
+	}
+	for _, raw := range w.SQLite {
+		if d, ok := parseDB(raw); ok && len(o.dbs) < maxDatabases {
+			o.dbs = append(o.dbs, d)
 		}
 	}
 }

@@ -176,7 +176,7 @@ func buildConfig(in ConfigInput) ([]byte, error) {
 		if r != nil {
 			raw, ref = r.Raw, r.Ref.String()
 		}
-		api[name] = pyTuple{ok, cat, raw, ref}
+		api[name] = pyTuple{ok, cat, raw, ref, policy.APICategoryWarned(cat)}
 	}
 	cfg["api"] = api
 	cfg["eval"] = strconv.Itoa(int(p.Eval().State()))

@@ -88,6 +88,25 @@
 // symbolic link included, not by its target. A Unix socket's connect and send
 // need expose-rw on its path, and are refused as connections
 // (RuleSocketConnectionRefusedError, with the file rule's reason).
+// sqlite3.connect is judged as a read of an existing database, or as the write
+// of a new one in its directory (the C library would only say "unable to open
+// database file"). When the OS refuses multiprocessing's POSIX semaphores or
+// shared memory objects (/dev/shm, which a provider may show only when a rule
+// exposes it), the refusal is a RulePermissionError naming expose-rw=/dev/shm.
+//
+// # Learning
+//
+// In learning mode every refusal above is recorded instead, and the host turns
+// the records into rules (policy.Learn). Besides what Python code touches, the
+// layer records what C code will touch so that the learned rules run enforced:
+// the programs the program runs (subprocess, os.exec*, posix_spawn, os.system;
+// the host finds each on the PATH it was given, the commands a shell starts
+// with, and what each needs to start, less what the interpreter itself needs,
+// which the providers grant), the SQLite databases it connects to (the host
+// tells afterwards whether each was made or written: a write in its
+// directory, else a read of it), and /dev/shm when it makes a semaphore or a
+// shared memory object. A read where nothing is (a probe that fails anyway) is
+// not recorded.
 //
 // # Known gaps: what cannot be intercepted from Python
 //

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // importRules allow the modules the import cases use to reach their doors; none
@@ -143,4 +145,57 @@ func TestImportRefusalReachesTheHost(t *testing.T) {
 			t.Errorf("denials %+v", r.res.Denials)
 		}
 	})
+}
+
+// TestDangerousFixLines: a refusal whose fix would allow a module or an API
+// category that can undo the sandbox says so under its fix line; an ordinary
+// one does not.
+func TestDangerousFixLines(t *testing.T) {
+	eachPython(t, func(t *testing.T, in *Interpreter) {
+		danger := "\n⚠ Dangerous!"
+		cases := []pyCase{
+			{name: "subprocess", code: "import subprocess", exc: "RuleModuleNotFoundError", line: 1,
+				msg: []string{"Add `python-import=subprocess`.\n⚠ Dangerous! 'subprocess' can undo the sandbox"}},
+			{name: "ctypes", code: "import ctypes", exc: "RuleModuleNotFoundError", line: 1,
+				msg: []string{"Add `python-import=ctypes`.\n⚠ Dangerous! 'ctypes'"}},
+			refusedImport("colorsys, no mark", "import colorsys", 1, "colorsys"),
+			{name: "os.system, process-exec", code: "import os\nos.system('true')", exc: "RuleApiPermissionError",
+				msg: []string{"category: process-exec", "⚠ Dangerous! The category process-exec can undo the sandbox"}},
+			{name: "os.nice, no mark", code: "import os\nos.nice(0)",
+				exc: "RuleApiPermissionError"},
+		}
+		r := runCases(t, in, t.TempDir(), "python-import=os, socket\n", "", cases)
+		for _, l := range strings.Split(r.stdout, "\n") {
+			if strings.Contains(l, "colorsys") || strings.Contains(l, "nice") {
+				if strings.Contains(strings.ReplaceAll(l, `\n`, "\n"), danger) {
+					t.Errorf("an ordinary refusal is marked dangerous: %s", l)
+				}
+			}
+		}
+	})
+}
+
+// TestDangerousImportsMatchPolicy: the guard marks the modules learning files
+// under "⚠ Dangerous!", no more, no fewer.
+func TestDangerousImportsMatchPolicy(t *testing.T) {
+	b, err := pyFiles.ReadFile("py/guard.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := string(b)
+	start := strings.Index(src, "DANGEROUS_IMPORTS = frozenset((")
+	if start < 0 {
+		t.Fatal("guard.py has no DANGEROUS_IMPORTS")
+	}
+	body, _, _ := strings.Cut(src[start+len("DANGEROUS_IMPORTS = frozenset(("):], "))")
+	var got []string
+	for _, f := range strings.Split(body, ",") {
+		if f = strings.Trim(strings.TrimSpace(f), "'"); f != "" {
+			got = append(got, f)
+		}
+	}
+	slices.Sort(got)
+	if want := policy.DangerousImports(); !slices.Equal(got, want) {
+		t.Errorf("guard.py marks %v, policy %v", got, want)
+	}
 }

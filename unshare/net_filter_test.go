@@ -339,3 +339,33 @@ func landlockTCPBind() bool {
 	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, 1)
 	return errno == 0 && v >= 4
 }
+
+// TestFilterOverExposedEtc: with /etc exposed, the filter's /etc/hosts and
+// /etc/resolv.conf are mounted over the host's files (the sandbox starts: the
+// data is mounted before its scratch name goes), and the rest of /etc is the
+// host's.
+func TestFilterOverExposedEtc(t *testing.T) {
+	requireFilter(t)
+	host, err := os.ReadFile("/etc/passwd")
+	if err != nil {
+		t.Skip("no /etc/passwd here:", err)
+	}
+	allowed := listener(t, "127.0.0.1:0", "hello")
+	port := freePort(t)
+	sb := sandbox(t, []string{"expose-ro=/etc", fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|OUT", allowed),
+		fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|IN", port)})
+	out := py(t, sb, netPrelude+`
+attempt("allowed", lambda: connect("127.0.0.1", int(sys.argv[1])))
+print("resolv", open("/etc/resolv.conf").read().replace("\n", "|"))
+print("hosts", open("/etc/hosts").read().replace("\n", "|"))
+print("passwd", len(open("/etc/passwd").read()))
+`, strconv.Itoa(allowed))
+	expectLine(t, out, "allowed OK hello")
+	if !strings.Contains(out, "|nameserver 10.0.2.3|") {
+		t.Errorf("resolv.conf: not the filter's:\n%s", out)
+	}
+	if !strings.Contains(out, "hosts # The sandbox's hosts file") {
+		t.Errorf("hosts: not the filter's:\n%s", out)
+	}
+	expectLine(t, out, "passwd "+strconv.Itoa(len(host)))
+}

@@ -377,6 +377,30 @@ _FORMAT_NAMES = ('format', 'format_map')
 _RISKY_IMPORTS = frozenset(('os', 'sys', 'socket', 'builtins', 'shutil', 'subprocess', 'ctypes', 'importlib',
                             'posix', 'gc', 'inspect', 'pickle', 'marshal', 'code', 'codeop', 'runpy'))
 _RUNS_SOURCE = 'it compiles and runs source text outside the eval guard'
+# Builtins whose eval-call grant widens what evaluated code reaches: a fix line
+# that grants one says so (the policy warns about the same grants when it loads).
+_DANGEROUS_CALLS = {
+    '__import__': 'dangerous grant: evaluated code imports modules named by strings (eval-import and the import '
+                  'guard still decide which)',
+    'open': 'dangerous grant: evaluated code opens files (the Python layer and the OS sandbox still decide which)',
+    'eval': 'dangerous grant: evaluated code runs code built from strings (judged again, under the same profile)',
+    'exec': 'dangerous grant: evaluated code runs code built from strings (judged again, under the same profile)',
+    'compile': 'dangerous grant: evaluated code compiles code built from strings (judged again, under the same '
+               'profile)',
+    'getattr': 'evaluated code reads attributes named by strings (the attribute gate still decides each name)',
+    'hasattr': 'evaluated code probes attributes named by strings (the attribute gate still decides each name)',
+    'locals': 'dangerous grant: it hands the evaluation namespace (helpers included) to the code',
+    'vars': 'vars(o) reads o.__dict__ (it also needs eval-magic=__dict__); vars() with no argument stays refused',
+    'dir': 'dir(o) lists names, filtered by the attribute rules; dir() with no argument stays refused',
+    'type': 'only the one-argument form works; the class factory stays refused',
+}
+# Builtins the guard refuses at run time whatever the profile: no rule helps.
+_REFUSED_CALLS = {
+    'globals': 'it would expose the evaluation\'s own globals',
+    'breakpoint': 'it starts a debugger',
+    'setattr': 'the sub-language never mutates attributes',
+    'delattr': 'the sub-language never mutates attributes',
+}
 # Modules no eval- rule grants, by import or by any other route (a module's
 # attribute, sys.modules, a function's result): each one hands evaluated code a
 # way around the guard itself. A submodule shares its parent's verdict.
@@ -907,7 +931,12 @@ class _Checker:
             if _type(f) is _ast.Name:
                 self.callees.add(id(f))
                 if _name_verdict(P, f.id) is None and not P.call.allows(f.id):
-                    self.add('call', f.id, "calling '%s' is not allowed by eval-call" % f.id, P.rule('eval-call', f.id))
+                    if f.id in _REFUSED_CALLS:
+                        self.add('call', f.id, "calling '%s' is always refused by the eval guard: %s"
+                                 % (f.id, _REFUSED_CALLS[f.id]))
+                    else:
+                        self.add('call', f.id, "calling '%s' is not allowed by eval-call" % f.id,
+                                 P.rule('eval-call', f.id), _DANGEROUS_CALLS.get(f.id, ''))
             elif (_type(f) is _ast.Attribute and f.attr in _FORMAT_NAMES and _type(f.value) is _ast.Constant
                     and _type(f.value.value) is str):
                 for fname in _template_attrs(f.value.value):

@@ -13,7 +13,7 @@
 // and the model outputs it evaluates, in turn:
 //
 //   - expressions and statements inside the profile: their value is printed as
-//     JSON (Exec prints the names the statements bound);
+//     JSON by transport.JSON (Exec prints the names the statements bound);
 //   - a source outside it (an attribute and a call the profile does not grant):
 //     rejected before it runs, with every violation and the rule line, ready to
 //     paste into a .py-sandboxes file, that would allow it;
@@ -30,17 +30,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"math/big"
 	"os"
-	"slices"
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
@@ -147,7 +143,12 @@ func report(w io.Writer, v any, err error) error {
 	)
 	switch {
 	case err == nil:
-		fmt.Fprintf(w, "  value: %s\n", jsonish(v))
+		// transport.JSON converts any value that comes back from Python.
+		j, err := transport.JSON(v)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "  value: %s\n", j)
 	case errors.As(err, &rej):
 		fmt.Fprintln(w, "  rejected:")
 		for _, v := range rej.Violations {
@@ -168,72 +169,4 @@ func report(w io.Writer, v any, err error) error {
 		return err
 	}
 	return nil
-}
-
-// jsonish renders a value decoded from Python as JSON: tuples as arrays, dicts
-// and the names Exec returns as objects (keys in order), other types as Go
-// prints them.
-func jsonish(v any) string {
-	var b bytes.Buffer
-	writeJSON(&b, v)
-	return b.String()
-}
-
-func writeJSON(b *bytes.Buffer, v any) {
-	list := func(items []any) {
-		b.WriteByte('[')
-		for i, x := range items {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeJSON(b, x)
-		}
-		b.WriteByte(']')
-	}
-	switch x := v.(type) {
-	case nil:
-		b.WriteString("null")
-	case bool, int64, float64, string:
-		j, err := json.Marshal(x)
-		if err != nil { // NaN, infinities
-			fmt.Fprintf(b, "%q", fmt.Sprint(x))
-			return
-		}
-		b.Write(j)
-	case *big.Int:
-		b.WriteString(x.String())
-	case []any:
-		list(x)
-	case transport.Tuple:
-		list(x)
-	case transport.Dict:
-		b.WriteByte('{')
-		for i, p := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeJSON(b, fmt.Sprint(p.Key))
-			b.WriteString(": ")
-			writeJSON(b, p.Value)
-		}
-		b.WriteByte('}')
-	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		b.WriteByte('{')
-		for i, k := range keys {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeJSON(b, k)
-			b.WriteString(": ")
-			writeJSON(b, x[k])
-		}
-		b.WriteByte('}')
-	default:
-		writeJSON(b, fmt.Sprint(x))
-	}
 }

@@ -33,7 +33,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"strconv"
 
 	"github.com/pysandboxes/pysandboxes"
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
@@ -70,7 +69,7 @@ func run(ctx context.Context, w io.Writer, provider, python string) error {
 	pol, err := policy.NewBuilder().
 		ExposeRO(dir).
 		PythonImport("socket").
-		Net("ALLOW", "tcp", "127.0.0.1", strconv.Itoa(apiPort), "OUT").
+		NetRule(policy.Allow, policy.TCP, "127.0.0.1", policy.Ports(uint16(apiPort)), policy.Out).
 		Build(ctx, nil)
 	if err != nil {
 		return err

@@ -106,7 +106,7 @@ func check(ctx context.Context, args []string, env *Env) int {
 	switch {
 	case errors.As(err, &ce):
 		for _, e := range ce {
-			pr := checkProblem{File: refName(e.Ref), Line: e.Ref.Line, Message: suggestRuleFix(e.Msg)}
+			pr := checkProblem{File: refName(e.Ref), Line: e.Ref.Line, Message: e.Msg}
 			for _, a := range e.Also {
 				pr.Also = append(pr.Also, checkRef{File: refName(a), Line: a.Line})
 			}

@@ -86,9 +86,9 @@ func TestCheckReportsEveryErrorOfEveryFileSorted(t *testing.T) {
 		t.Fatalf("check: exit %d, want 1\n%s", code, out)
 	}
 	want := []string{
-		"common(1): Detect a missing '=' in rule: env=NOEQUALS",
+		"common(1): Invalid rule 'env=NOEQUALS': env= needs NAME=VALUE: write env=NOEQUALS=VALUE, or env=NOEQUALS=${NOEQUALS} to copy the host's value",
 		"common(2) and sub/extra(1): Multiple os-sandbox parameters.",
-		"main.profile(2): Invalid rule 'bogus line'",
+		"main.profile(2): Invalid rule 'bogus line': expected KEY=VALUE",
 		"main.profile(3): Invalid rule 'expose-ro=/no/such/dir': path '/no/such/dir' must exist",
 	}
 	lines := strings.Split(strings.TrimSpace(out), "\n")

@@ -7,25 +7,39 @@ import (
 	"os"
 	"reflect"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// TestRuleKeysArePolicys: every rule key the command completes and suggests is
-// one package policy accepts, and a key it does not know is refused by both.
+// TestRuleKeysArePolicys: the rule keys the command accepts, completes and
+// suggests are policy's (policy.Keys, and the legacy ones hidden), each with
+// the command's help, and a key policy does not know is refused.
 func TestRuleKeysArePolicys(t *testing.T) {
 	for _, k := range ruleKeys {
-		if !policyKnowsKey(k.name) {
-			t.Errorf("policy does not accept the rule key %s", k.name)
+		if !k.hidden && k.help == "" {
+			t.Errorf("the rule key %s has no help (add it to ruleHelp)", k.name)
+		}
+	}
+	for name := range ruleHelp {
+		if !slices.Contains(policy.Keys(), name) {
+			t.Errorf("ruleHelp describes %s, which is not a key of policy.Keys", name)
+		}
+	}
+	for _, name := range append(policy.Keys(), policy.LegacyKeys()...) {
+		if _, ok := findRuleKey(name); !ok {
+			t.Errorf("policy's key %s is not accepted", name)
 		}
 	}
 	for _, k := range []string{"expose-r", "bogus", "eval-sytnax", "eval-bogus:prof", "python_import"} {
-		if policyKnowsKey(k) {
-			t.Errorf("policy accepts %s, which should be unknown", k)
+		if _, ok := findRuleKey(k); ok {
+			t.Errorf("%s is accepted, which should be unknown", k)
 		}
 	}
-	if !policyKnowsKey("eval-syntax:prof") {
-		t.Error("policy refuses eval-syntax:prof")
+	if _, ok := findRuleKey("eval-syntax:prof"); !ok {
+		t.Error("eval-syntax:prof is refused")
 	}
 }
 

@@ -170,7 +170,7 @@ func TestCheckSuggestsTheKeyOfAnUnknownRule(t *testing.T) {
 	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "expose-r=/tmp\nfoo=bar\n")
 	out, _, code := pysb(t, dir, "check")
 	want := ".py-sandboxes(1): Invalid rule 'expose-r=/tmp': unknown key 'expose-r'; did you mean 'expose-ro'?\n" +
-		".py-sandboxes(2): Invalid rule 'foo=bar'\n"
+		".py-sandboxes(2): Invalid rule 'foo=bar': unknown key 'foo'\n"
 	if code != 1 || out != want {
 		t.Errorf("check: exit %d\n%s\nwant 1 and\n%s", code, out, want)
 	}
@@ -287,9 +287,9 @@ func TestCheckJSON(t *testing.T) {
 		got = append(got, s)
 	}
 	want := []string{
-		"common:I:Detect a missing '=' in rule: env=NOEQUALS",
+		"common:I:Invalid rule 'env=NOEQUALS': env= needs NAME=VALUE: write env=NOEQUALS=VALUE, or env=NOEQUALS=${NOEQUALS} to copy the host's value",
 		"common:II:Multiple os-sandbox parameters. also common:III",
-		"main.profile:II:Invalid rule 'bogus line'",
+		"main.profile:II:Invalid rule 'bogus line': expected KEY=VALUE",
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("errors:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

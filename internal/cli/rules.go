@@ -1,21 +1,17 @@
 package cli
 
 import (
-	"context"
-	"errors"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// ruleKey is a key of the rule language, as package policy accepts it (see
-// policy's loader: the families of rules and the single-valued keys). hidden
-// keys are accepted but neither suggested nor completed (legacy spellings, a key
-// without effect). The order is the order of suggestions: on a tie the first
-// wins, so the narrower grant comes first (expose-ro before expose-rw).
+// ruleKey is a key of the rule language, as package policy lists it
+// (policy.Keys, policy.LegacyKeys), with what the command says of it. hidden
+// keys (the legacy ones) are accepted but neither suggested nor completed. The
+// order is policy's, the order of suggestions: on a tie the first wins, so the
+// narrower grant comes first (expose-ro before expose-rw).
 type ruleKey struct {
 	name     string
 	help     string
@@ -26,39 +22,50 @@ type ruleKey struct {
 	fileOnly bool
 }
 
-var ruleKeys = []ruleKey{
-	{name: "env", help: "set or copy an environment variable: NAME=VALUE, NAME=${NAME}, PAT*=${PAT*}"},
-	{name: "unenv", help: "remove environment variables: NAME or PAT*"},
-	{name: "expose-ro", help: "a directory the program may read", complete: valueDir},
-	{name: "expose-rw", help: "a directory the program may read and change", complete: valueDir},
-	{name: "ignore", help: "paths that look absent (a glob)", complete: valueFile},
-	{name: "net", help: "a network rule: ALLOW|proto|host|port|OUT or IN"},
-	{name: "python-import", help: "modules the Python program may import"},
-	{name: "python-api", help: "sensitive Python functions: ALLOW:CATEGORY or DENY:CATEGORY"},
-	{name: "eval-syntax", help: "eval: the syntax allowed (groups or ast node names)"},
-	{name: "eval-call", help: "eval: the functions that may be called"},
-	{name: "eval-attribute", help: "eval: the attributes that may be read"},
-	{name: "eval-import", help: "eval: the modules that may be imported"},
-	{name: "eval-magic", help: "eval: the dunder names allowed"},
-	{name: "eval-namespace", help: "eval: adaptive, closed or caller", complete: valueNamespace},
-	{name: "eval-timeout", help: "eval: the wall-clock limit"},
-	{name: "eval-max-iterations", help: "eval: loop iterations"},
-	{name: "eval-max-call-depth", help: "eval: call depth"},
-	{name: "eval-max-depth", help: "eval: nesting of the source"},
-	{name: "eval-max-nodes", help: "eval: size of the source"},
-	{name: "eval-max-alloc", help: "eval: bytes one operation may allocate"},
-	{name: "eval-max-leaked-threads", help: "eval: threads left running"},
-	{name: "py-sandbox", help: "the Python layer on or off", complete: valueBool},
-	{name: "os-sandbox", help: "the OS provider", complete: valueProvider},
-	{name: "learn", help: "learn the rules into FILE instead of enforcing them", complete: valueFile, fileOnly: true},
-	{name: "remote-result-mode", help: "results of calls: data-only or objects", complete: valueResultMode},
-	{name: "remote-result-guard", help: "the guarded decoder of call results", complete: valueBool},
-	{name: "port", hidden: true},
-	{name: "set-env", hidden: true},
-	{name: "unset-env", hidden: true},
-	{name: "bind", hidden: true},
-	{name: "ro-bind", hidden: true},
+// ruleHelp is what the command says of each key of policy.Keys.
+var ruleHelp = map[string]ruleKey{
+	"env":                     {help: "set or copy an environment variable: NAME=VALUE, NAME=${NAME}, PAT*=${PAT*}"},
+	"unenv":                   {help: "remove environment variables: NAME or PAT*"},
+	"expose-ro":               {help: "a directory the program may read", complete: valueDir},
+	"expose-rw":               {help: "a directory the program may read and change", complete: valueDir},
+	"ignore":                  {help: "paths that look absent (a glob)", complete: valueFile},
+	"net":                     {help: "a network rule: ALLOW|proto|host|port|OUT or IN"},
+	"python-import":           {help: "modules the Python program may import"},
+	"python-api":              {help: "sensitive Python functions: ALLOW:CATEGORY or DENY:CATEGORY"},
+	"eval-syntax":             {help: "eval: the syntax allowed (groups or ast node names)"},
+	"eval-call":               {help: "eval: the functions that may be called"},
+	"eval-attribute":          {help: "eval: the attributes that may be read"},
+	"eval-import":             {help: "eval: the modules that may be imported"},
+	"eval-magic":              {help: "eval: the dunder names allowed"},
+	"eval-namespace":          {help: "eval: adaptive, closed or caller", complete: valueNamespace},
+	"eval-timeout":            {help: "eval: the wall-clock limit"},
+	"eval-max-iterations":     {help: "eval: loop iterations"},
+	"eval-max-call-depth":     {help: "eval: call depth"},
+	"eval-max-depth":          {help: "eval: nesting of the source"},
+	"eval-max-nodes":          {help: "eval: size of the source"},
+	"eval-max-alloc":          {help: "eval: bytes one operation may allocate"},
+	"eval-max-leaked-threads": {help: "eval: threads left running"},
+	"py-sandbox":              {help: "the Python layer on or off", complete: valueBool},
+	"os-sandbox":              {help: "the OS provider", complete: valueProvider},
+	"learn":                   {help: "learn the rules into FILE instead of enforcing them", complete: valueFile, fileOnly: true},
+	"remote-result-mode":      {help: "results of calls: data-only or objects", complete: valueResultMode},
+	"remote-result-guard":     {help: "the guarded decoder of call results", complete: valueBool},
 }
+
+// ruleKeys are the keys of the rule language: policy.Keys, then the hidden
+// policy.LegacyKeys.
+var ruleKeys = func() []ruleKey {
+	var out []ruleKey
+	for _, name := range policy.Keys() {
+		k := ruleHelp[name]
+		k.name = name
+		out = append(out, k)
+	}
+	for _, name := range policy.LegacyKeys() {
+		out = append(out, ruleKey{name: name, hidden: true})
+	}
+	return out
+}()
 
 // ruleNames lists the rule keys people are shown.
 func ruleNames() string {
@@ -103,58 +110,7 @@ func checkRuleKey(key string, c *command) error {
 		}
 		return usagef("unknown rule --%s (no provider %s; see pysandboxes probe)", key, prov)
 	}
-	if policyKnowsKey(key) {
-		return nil
-	}
 	return c.unknown("--" + key)
-}
-
-// policyKnowsKey asks package policy whether it accepts key: it answers a rule
-// with an unknown key by "Invalid rule 'KEY=...'" alone (or "unknown eval key"
-// in the eval- family), and any other rule by loading it or by a message about
-// its value. The list above is what the
-// command completes and suggests; this keeps a key policy learns usable before
-// the list names it.
-func policyKnowsKey(key string) bool {
-	raw := key + "="
-	_, err := policy.Parse(context.Background(), "", nil, &policy.Options{
-		Rules: []string{raw}, Env: []string{}, Dir: "/", Home: "/",
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	var ce policy.ConfigErrors
-	if !errors.As(err, &ce) || len(ce) != 1 {
-		return err == nil
-	}
-	msg := ce[0].Msg
-	base, _, _ := strings.Cut(key, ":")
-	return msg != "Invalid rule '"+raw+"'" && !strings.Contains(msg, "unknown eval key '"+base+"'")
-}
-
-// suggestRuleFix adds a suggestion to policy's message for a line with an
-// unknown key ("Invalid rule 'expose-r=/tmp'"): "; did you mean 'expose-ro'?".
-// Other messages are returned unchanged.
-func suggestRuleFix(msg string) string {
-	raw, ok := strings.CutPrefix(msg, "Invalid rule '")
-	if !ok || !strings.HasSuffix(raw, "'") {
-		return msg
-	}
-	key, _, ok := strings.Cut(strings.TrimSuffix(raw, "'"), "=")
-	if !ok || key == "" {
-		return msg
-	}
-	if _, known := findRuleKey(key); known || strings.ContainsAny(key, ". ") {
-		return msg
-	}
-	var cands []string
-	for _, k := range ruleKeys {
-		if !k.hidden {
-			cands = append(cands, k.name)
-		}
-	}
-	if s, ok := closest(key, cands); ok {
-		return msg + ": unknown key '" + key + "'; did you mean '" + s + "'?"
-	}
-	return msg
 }
 
 // closest returns the candidate nearest to word (by edits: insertions,

@@ -3,6 +3,7 @@ package needs
 import (
 	"debug/elf"
 	"encoding/binary"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -26,12 +27,37 @@ type elfObject struct {
 	runpath []string
 }
 
+// maxDynamic bounds the dynamic section of an object and its string table: the
+// loader's data, a few kilobytes in practice.
+const maxDynamic = 16 << 20
+
 func readELF(path string) (*elfObject, error) {
-	f, err := elf.Open(path)
+	file, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	defer file.Close()
+	f, err := elf.NewFile(file)
+	if err != nil {
+		return nil, err
+	}
+	// debug/elf reads a section whole, decompressing it when it says it is
+	// compressed: the dynamic section and its string table must be plain and
+	// small, as the loader wants them.
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_DYNAMIC {
+			continue
+		}
+		check := []*elf.Section{s}
+		if int(s.Link) < len(f.Sections) {
+			check = append(check, f.Sections[s.Link])
+		}
+		for _, c := range check {
+			if c.Flags&elf.SHF_COMPRESSED != 0 || c.Size > maxDynamic || c.FileSize > maxDynamic {
+				return nil, fmt.Errorf("needs: %s: a dynamic section the loader would not read (compressed, or larger than %d bytes)", path, maxDynamic)
+			}
+		}
+	}
 	o := &elfObject{class: f.Class, machine: f.Machine}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_INTERP {
@@ -60,7 +86,7 @@ func splitPathList(values []string) []string {
 // elfHeaderMatches reports whether the file at path is an ELF object of the given
 // class and machine (the loader skips the others).
 func elfHeaderMatches(path string, class elf.Class, machine elf.Machine) bool {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return false
 	}

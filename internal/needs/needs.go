@@ -224,7 +224,9 @@ func (w *walker) program(path, why string, depth int) error {
 	if err != nil {
 		return err
 	}
-	if st.IsDir() {
+	if !st.Mode().IsRegular() {
+		// The kernel runs regular files only (a directory, a FIFO or a device is
+		// EACCES); opening a FIFO to read it would block.
 		return &fs.PathError{Op: "exec", Path: path, Err: syscall.EACCES}
 	}
 	w.add(real, false, why)
@@ -257,7 +259,7 @@ func (w *walker) program(path, why string, depth int) error {
 // readHead reads the first bytes of a file (the kernel reads 256 to find a "#!"
 // line).
 func readHead(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := openRegular(path)
 	if err != nil {
 		return nil, err
 	}
@@ -268,6 +270,25 @@ func readHead(path string) ([]byte, error) {
 		return nil, err
 	}
 	return buf[:n], nil
+}
+
+// openRegular opens a regular file to read it, never blocking on a FIFO or a
+// device put where a program or a library was expected: anything else is an
+// error.
+func openRegular(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && !st.Mode().IsRegular() {
+		err = &fs.PathError{Op: "open", Path: path, Err: errors.New("not a regular file")}
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // getenv reads a variable of the resolver's environment.

@@ -292,13 +292,15 @@ func (r *nsRoot) file(op RootOp) error {
 	if op.Flags&RootOver == 0 {
 		return nil
 	}
+	// The name goes once the data is mounted: the kernel refuses to mount a
+	// file that no name links (move_mount: ENOENT).
+	defer unix.Unlinkat(dir, name, 0)
 	src, err := unix.Openat(dir, name, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	t := -1
 	if err == nil {
 		t, err = cloneOf(src)
 		unix.Close(src)
 	}
-	_ = unix.Unlinkat(dir, name, 0)
 	if err != nil {
 		return rootError("bind the data of %s: %s", op.Path, errText(err))
 	}

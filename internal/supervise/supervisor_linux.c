@@ -1297,13 +1297,18 @@ static int op_file(const struct rec *m, const char *path, const struct rec *d) {
 	int e = errno;
 	if (src >= 0)
 		close(src);
-	unlinkat(dir, name, 0);
-	close(dir);
-	if (t < 0)
+	if (t < 0) {
+		unlinkat(dir, name, 0);
+		close(dir);
 		return ROOT_FAIL("bind the data of %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
+	}
 	int r = attach(t, path, 1, PYSB_MOUNT_ATTR_RDONLY | PYSB_MOUNT_ATTR_NOSUID | PYSB_MOUNT_ATTR_NODEV | PYSB_MOUNT_ATTR_NOEXEC,
 	               "data");
 	close(t);
+	/* The name goes once the data is mounted: the kernel refuses to mount a
+	 * file that no name links (move_mount: ENOENT). */
+	unlinkat(dir, name, 0);
+	close(dir);
 	return r;
 }
 

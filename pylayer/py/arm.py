@@ -598,6 +598,64 @@ def _eval_engine(S, G, cfg):
     return engine
 
 
+def _semlock_patch(S, G, module, done=set()):
+    """_multiprocessing.SemLock (multiprocessing's locks, semaphores, queues and
+    pools): a POSIX semaphore the C library makes in /dev/shm. Learning records
+    that the program writes there; a refusal of the OS (a provider that does not
+    show /dev/shm writable) names the rule to add."""
+    orig = module.__dict__.get('SemLock')
+    if type(orig) is not type or id(orig) in done:
+        return
+    learn = G['_shm_learn']
+    refuse = G['_shm_refuse']
+
+    class SemLock(orig):
+        __slots__ = ()
+
+        def __new__(cls, *a, **k):
+            if S[0]:
+                learn(S)
+            try:
+                return orig.__new__(cls, *a, **k)
+            except OSError as e:
+                err = refuse(S, 'a POSIX semaphore', e)
+                if err is None:
+                    raise
+                raise err from None
+    for attr in ('__name__', '__qualname__', '__module__', '__doc__'):
+        try:
+            setattr(SemLock, attr, getattr(orig, attr))
+        except (AttributeError, TypeError):
+            pass
+    done.add(id(SemLock))
+    done.add(id(orig))
+    module.SemLock = SemLock
+
+
+def _shm_patch(S, G, module, done=set()):
+    """_posixshmem.shm_open (multiprocessing.shared_memory): as SemLock."""
+    orig = module.__dict__.get('shm_open')
+    if orig is None or id(orig) in done:
+        return
+    learn = G['_shm_learn']
+    refuse = G['_shm_refuse']
+
+    def shm_open(path, flags, mode=0o777):
+        if S[0]:
+            learn(S)
+        try:
+            return orig(path, flags, mode)
+        except OSError as e:
+            err = refuse(S, 'a shared memory object', e)
+            if err is None:
+                raise
+            raise err from None
+    shm_open.__doc__ = orig.__doc__
+    done.add(id(shm_open))
+    done.add(id(orig))
+    module.shm_open = shm_open
+
+
 def _environ_patch(S, G, osmod):
     """Learning mode: os.environ records the variables the program reads (not
     those it sets itself, nor whole-mapping iterations)."""
@@ -649,6 +707,8 @@ def arm(G, cfg, fd, sb, builtins):
     MPT = G['_MPT']
     for modname, table in G['METHOD_PATCHES'].items():
         extra[modname] = lambda module, table=MPT(dict(table)): _patch_methods(module, table, gate, done, reg)
+    extra['_multiprocessing'] = lambda module: _semlock_patch(S, G, module)
+    extra['_posixshmem'] = lambda module: _shm_patch(S, G, module)
     # Copies: the guard's namespace is reachable from the program.
     tables = MPT({k: MPT(dict(v)) for k, v in G['PATCHES'].items()})
     patch = _seal(_t_patch, (_after, (tables, gate, done, reg, extra)), reg)

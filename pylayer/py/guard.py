@@ -370,7 +370,17 @@ def _deny(S, kind, cls, msg, target, rule, ref, obs, errno=None, quiet=False, _j
 
 # ---------------------------------------------------------------- files
 
-def _file_decide(S, canon, write, shown, record_dir, quiet=False, sock=False, _ignored=_ignored, _deny=_deny):
+def _exists(p, _lstat=_posix.lstat, _OSError=OSError):
+    """False when nothing is at p (ENOENT, ENOTDIR): what a read there would find."""
+    try:
+        _lstat(p)
+    except _OSError as e:
+        return e.errno != 2 and e.errno != 20
+    return True
+
+
+def _file_decide(S, canon, write, shown, record_dir, quiet=False, sock=False, _ignored=_ignored, _deny=_deny,
+                 _exists=_exists):
     """None when the access is allowed, else the exception (None in learning
     mode, after recording). canon is canonical, shown the absolute spelling.
     sock: a Unix socket the program connects or sends to (the refusal is the
@@ -402,6 +412,8 @@ def _file_decide(S, canon, write, shown, record_dir, quiet=False, sock=False, _i
                     return None
         if msg is None:
             msg, rule, ref, cls, errno = "Access to '%s' must be accepted by a rule." % shown, '', '', 0, 2
+    if S[0] and not write and not quiet and not _exists(shown):
+        return None  # learning: a read of nothing (a probe that fails anyway) grants nothing
     if sock:
         return _deny(S, 'network', S[13][2], "Connection to Unix socket '%s' DENIED: %s" % (shown, msg), shown, rule,
                      ref, obs, 111, quiet)
@@ -760,8 +772,15 @@ def _where(S, f, _getcwd=_posix.getcwd, _len=len, _str=str, _OSError=OSError):
     return '%s(%s)' % (fn, _str(f.f_lineno))
 
 
+# Standard modules that can undo the sandbox or run code outside it: a refusal
+# that names one as its fix says so (policy.DangerousImports is the same list).
+DANGEROUS_IMPORTS = frozenset(('atexit', 'bdb', 'code', 'codeop', 'cProfile', 'ctypes', 'faulthandler',
+                               'importlib', 'inspect', 'mmap', 'pdb', 'pkgutil', 'posix', 'subprocess',
+                               'webbrowser'))
+
+
 def _import_check(S, full, f, request=False, _importer=_importer, _where=_where, _deny=_deny, _type=type,
-                  _str=str):
+                  _str=str, _danger=DANGEROUS_IMPORTS):
     """None when the import of module full (absolute, dotted) seen at frame f is
     allowed, else the exception (None in learning mode, after recording)."""
     if _type(full) is not _str:
@@ -774,6 +793,8 @@ def _import_check(S, full, f, request=False, _importer=_importer, _where=_where,
         return None
     msg = ("Module named '%s' is not allowed by a rule (imported by %s).\n"
            "Add `python-import=%s`.") % (top, _where(S, g), top)
+    if top in _danger:
+        msg += "\n\u26a0 Dangerous! '%s' can undo the sandbox or run code outside it." % top
     del g
     e = _deny(S, 'import', S[13][3], msg, top, '', '', {'imports': [top]})
     if e is not None:
@@ -829,6 +850,9 @@ def _api_refuse(S, q, v, _deny=_deny):
     cat = v[1]
     msg = ("%s() is denied by the API guard (category: %s).\n"
            "Add `python-api=ALLOW:%s` for this function only, or `python-api=ALLOW:%s` for the whole category.") % (q, cat, q, cat)
+    if v[4]:
+        msg += ("\n\u26a0 Dangerous! The category %s can undo the sandbox: allow the one function, "
+                "and only if the program needs it." % cat)
     if v[2]:
         msg += "\nDENIED by explicit rule '%s' from %s." % (v[2], v[3])
     else:
@@ -1150,7 +1174,127 @@ def _h_findclass(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, 
     return err
 
 
-def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpid=_posix.getpid):
+def _exec_path(env, _type=type, _dict=dict, _get=dict.get, _tostr=_tostr, _modules=_sys.modules, _getattr=getattr):
+    """The PATH a program is looked up on: env's (a dict given to the call),
+    else the program's own environment (read without recording it)."""
+    if env is not None:
+        if _type(env) is not _dict:
+            return None
+        v = _get(env, 'PATH')
+        if v is None:
+            v = _get(env, b'PATH')
+        return '' if v is None else _tostr(v)
+    osmod = _modules.get('os')
+    data = _getattr(_getattr(osmod, 'environ', None), '_data', None) if osmod is not None else None
+    if _type(data) is not _dict:
+        return None
+    v = _get(data, b'PATH')
+    return None if v is None else _tostr(v)
+
+
+def _ran(S, event, args, _tostr=_tostr, _abspath=_abspath, _getcwd=_posix.getcwd, _type=type, _list=list,
+         _tuple=tuple, _len=len, _str=str, _path=_exec_path, _deny=_deny, _Exception=Exception):
+    """Learning: record the program a process runs (what it needs to start is
+    then learned): [program, working directory, PATH or None, whether the name is
+    looked up on PATH, the command of a shell]."""
+    try:
+        prog = _tostr(args[0])
+        cwd = None
+        env = None
+        search = True
+        cmd = ''
+        if event == 'subprocess.Popen':
+            cwd = args[2]
+            env = args[3]
+            argv = args[1]
+            if (_type(argv) is _list or _type(argv) is _tuple) and _len(argv) >= 3 and argv[1] == '-c':
+                cmd = _tostr(argv[2]) or ''
+        elif event == 'os.exec':
+            env = args[2]
+            search = False
+        elif event == 'os.posix_spawn':
+            env = None
+        elif event == 'os.system':
+            prog = '/bin/sh'
+            cmd = _tostr(args[0]) or ''
+        else:
+            return
+        if prog is None or prog == '':
+            return
+        c = _tostr(cwd) if cwd is not None else None
+        c = _abspath(c) if c else _getcwd()
+        if c is None:
+            return
+        _deny(S, 'exec', None, '', '', '', '', {'exec': [[prog, c, _path(env), search, cmd[:256]]]})
+    except _Exception:
+        return
+
+
+def _h_sqlite(S, event, args, cache, _tostr=_tostr, _abspath=_abspath, _lstat=_posix.lstat, _check=_check_path,
+              _dir_of=_dir_of, _deny=_deny, _len=len, _OSError=OSError):
+    # sqlite3.connect(database): the C library opens the file, and makes its
+    # journal beside it when it writes. Judged as a read of the file, or the
+    # write of a new one in its directory; learning records it (the host tells
+    # afterwards whether it changed).
+    db = _tostr(args[0]) if _len(args) else None
+    if db is None or db == '' or db == ':memory:':
+        return None
+    ro = False
+    if db.startswith('file:'):
+        rest = db[5:]
+        query = ''
+        i = rest.find('?')
+        if i >= 0:
+            rest, query = rest[:i], rest[i + 1:]
+        i = rest.find('#')
+        if i >= 0:
+            rest = rest[:i]
+        if rest.startswith('//'):
+            i = rest.find('/', 2)
+            if i < 0:
+                return None
+            rest = rest[i:]
+        if rest == '' or rest == ':memory:' or 'mode=memory' in query:
+            return None
+        ro = 'mode=ro' in query or 'immutable=1' in query
+        db = rest
+    a = _abspath(db)
+    if a is None:
+        return None
+    try:
+        st = _lstat(a)
+    except _OSError:
+        st = None
+    if S[0]:
+        _deny(S, 'file', None, '', '', '', '',
+              {'sqlite': [[a, st is not None, st.st_mtime_ns if st is not None else 0,
+                           st.st_size if st is not None else 0, ro]]})
+        return None
+    if st is not None or ro:
+        return _check(S, a, False)
+    return _check(S, _dir_of(a), True, None, True)
+
+
+def _shm_refuse(S, what, e, _decide=_file_decide, _deny=_deny, _type=type, _int=int):
+    """The refusal to raise instead of e, an OSError of the C library making a
+    POSIX semaphore or shared memory object in /dev/shm, when the policy does not
+    let the program write there (None otherwise: e stands)."""
+    n = e.errno
+    if _type(n) is not _int or (n != 1 and n != 13 and n != 30):
+        return None
+    if _decide(S, '/dev/shm', True, '/dev/shm', True, True) is None:
+        return None
+    msg = ("Cannot create %s in '/dev/shm' ([Errno %d] %s): DENIED by implicit default policy.\n"
+           "Add `expose-rw=/dev/shm`.") % (what, n, e.strerror)
+    return _deny(S, 'file', S[13][1], msg, '/dev/shm', '', '', None, 13)
+
+
+def _shm_learn(S, _decide=_file_decide):
+    """Learning: the program makes a POSIX semaphore or shared memory object."""
+    _decide(S, '/dev/shm', True, '/dev/shm', True)
+
+
+def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpid=_posix.getpid, _ran=_ran):
     quals = S[15].get(event)
     if quals is None:
         return None
@@ -1162,6 +1306,8 @@ def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpi
         return None
     if event in ('subprocess.Popen', 'os.exec', 'os.posix_spawn', 'os.fork', 'os.forkpty', 'os.system'):
         cache.clear()  # another process may change the file system
+        if S[0]:
+            _ran(S, event, args)
     f = _getframe(2)
     err = _chain(S, f, quals)
     del f
@@ -1731,6 +1877,7 @@ HANDLERS = {
     'code.__new__': _h_codenew, 'function.__new__': _h_funcnew,
     'socket.connect': _h_sock, 'socket.bind': _h_sock, 'socket.sendto': _h_sock, 'socket.sendmsg': _h_sock,
     'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve,
+    'sqlite3.connect': _h_sqlite,
     'sys._getframe': _h_frame_api, 'sys._getframemodulename': _h_frame_api,
     'object.__getattr__': _h_getattr,
     'object.__setattr__': _h_setattr, 'object.__delattr__': _h_setattr,

@@ -194,3 +194,16 @@ def swallow_denial(path):
         open(path)
     except OSError:
         return 'swallowed'
+
+
+def print_and_raise(msg):
+    print('before', msg)
+    print('warning', msg, file=sys.stderr)
+    raise ValueError(msg)
+
+
+def raw_fd(text):
+    # Straight to descriptors 1 and 2, as C code or a child process would.
+    os.write(1, ('raw out ' + text + '\n').encode())
+    os.write(2, ('raw err ' + text + '\n').encode())
+    return text
