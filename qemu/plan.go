@@ -217,7 +217,7 @@ func ignoredPaths(ctx context.Context, exposes []policy.Expose, ignores []policy
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if _, ok := policy.IgnoredByAbsolute(path, ignores); ok && path != e.Path {
+			if _, ok := policy.IgnoredEntry(path, ignores); ok && path != e.Path {
 				out = append(out, path)
 				if len(out) > maxMasks {
 					return fmt.Errorf("more than %d ignored paths in %s", maxMasks, e.Path)

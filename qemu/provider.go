@@ -102,14 +102,20 @@ func (p *Provider) Name() string { return Name }
 func (p *Provider) Probe(context.Context) error { return p.host().err }
 
 // Capabilities is what the VM enforces (see the package documentation).
+// The network is all or nothing: a VM without a network device has no
+// traffic at all, which is what a policy without net= rules needs (tcp-ports,
+// udp-deny, raw-sockets); net= rules themselves are refused by Compile, so
+// net-hosts and udp are not claimed. ignore= masks what is there when the VM
+// starts, not what the host adds later: hide is not claimed.
 func (p *Provider) Capabilities() pysandboxes.Capability {
 	if p.host().err != nil {
 		return 0
 	}
 	return pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapFilesMeta |
-		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapNetHosts | pysandboxes.CapUDPDeny |
+		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny |
 		pysandboxes.CapRawSockets | pysandboxes.CapSignals | pysandboxes.CapResourceLimits |
-		pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
+		pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges |
+		pysandboxes.CapIdentity
 }
 
 // Details describes the provider on this host, for `pysandboxes probe`.
@@ -125,8 +131,7 @@ func (p *Provider) Details() []string {
 		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
 		"the program: in a pid, mount, IPC and UTS namespace of the guest, as the shares' owner with no capability " +
-			"(SECBIT_NOROOT, no_new_privs), resource limits applied in the guest",
-		"network: none without a net= rule; with rules, QEMU's user-mode network with restrict=on and one forward per " +
-			"allowed host and port, outside the guest",
+			"(empty bounding set, SECBIT_NOROOT locked, no_new_privs), resource limits applied in the guest",
+		"network: none (the VM has no network device); net= rules are refused",
 	}
 }

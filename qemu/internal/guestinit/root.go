@@ -10,7 +10,14 @@ import (
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
 )
 
-const p9opts = "trans=virtio,version=9p2000.L,cache=loose,msize=262144"
+// p9opts are the 9p mount options: a read-only share is cached in the
+// guest (cache=loose: every later exec of the same files is fast); a
+// writable one writes through to the host at once (cache=mmap: no write-back
+// cache in the guest, shared mappings still work).
+const (
+	p9optsRO = "trans=virtio,version=9p2000.L,cache=loose,msize=262144"
+	p9optsRW = "trans=virtio,version=9p2000.L,cache=mmap,msize=262144"
+)
 
 // buildRoot makes the programs' root at viewRoot: a tmpfs built by ops, then
 // made read-only.
@@ -24,7 +31,11 @@ func buildRoot(ops []wire.Op) error {
 	for _, d := range []string{"/proc", "/dev", "/tmp"} {
 		os.MkdirAll(viewRoot+d, 0o755)
 	}
-	os.Chmod(viewRoot+"/tmp", 0o1777)
+	// /tmp is a tmpfs of the VM's (exposed directories under /tmp are mounted
+	// in it); a program whose /tmp holds no share gets one of its own.
+	if err := syscall.Mount("tmpfs", viewRoot+"/tmp", "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("/tmp: %w", err)
+	}
 	if err := os.WriteFile("/.mask-file", nil, 0); err != nil {
 		return err
 	}
@@ -51,11 +62,11 @@ func buildRoot(ops []wire.Op) error {
 			if err = os.MkdirAll(dst, 0o755); err != nil {
 				break
 			}
-			flags := uintptr(syscall.MS_NOSUID | syscall.MS_NODEV)
+			flags, opts := uintptr(syscall.MS_NOSUID|syscall.MS_NODEV), p9optsRW
 			if op.RO {
-				flags |= syscall.MS_RDONLY
+				flags, opts = flags|syscall.MS_RDONLY, p9optsRO
 			}
-			err = syscall.Mount(op.Tag, dst, "9p", flags, p9opts)
+			err = syscall.Mount(op.Tag, dst, "9p", flags, opts)
 		case wire.OpBind:
 			var st syscall.Stat_t
 			if err = syscall.Stat(op.Src, &st); err != nil {

@@ -149,7 +149,7 @@ func stage2Root(m *spawnSpec) error {
 	if err := syscall.Mount("proc", viewRoot+"/proc", "proc", nosuid|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("/proc: %w", err)
 	}
-	if st, err := os.Stat(viewRoot + "/tmp"); err == nil && st.IsDir() {
+	if ents, err := os.ReadDir(viewRoot + "/tmp"); err == nil && len(ents) == 0 {
 		if err := syscall.Mount("tmpfs", viewRoot+"/tmp", "tmpfs", nosuid, "mode=1777"); err != nil {
 			return fmt.Errorf("/tmp: %w", err)
 		}
