@@ -92,7 +92,7 @@ func sandbox(t *testing.T) (*pysandboxes.Sandbox, string) {
 		os.WriteFile(filepath.Join(dir, "ro", ".env"), []byte("TOKEN=hunter2"), 0o644)
 		os.WriteFile(filepath.Join(dir, "secret", "key"), []byte("not shared"), 0o644)
 		path := filepath.Join(dir, ".py-sandboxes")
-		os.WriteFile(path, []byte(fmt.Sprintf("env=FOO=bar\nexpose-ro=%s/ro\nexpose-rw=%s/rw\nignore=.env\n", dir, dir)), 0o644)
+		os.WriteFile(path, []byte(fmt.Sprintf("env=FOO=bar\nexpose-ro=%s/ro\nexpose-rw=%s/rw\nignore=.env\neval-syntax=arith\n", dir, dir)), 0o644)
 		pol, err := policy.Load(context.Background(), path, nil)
 		if err != nil {
 			shared.err = err
@@ -373,4 +373,62 @@ func TestIgnoreNeedsAcceptance(t *testing.T) {
 	if !strings.Contains(err.Error(), path+"(2)") {
 		t.Errorf("the error does not name the ignore= rule: %v", err)
 	}
+}
+
+// TestPython: Sandbox.Python runs the interpreter in the VM under the Python
+// layer too: an import the policy does not grant is refused by the guard,
+// naming the rule to add.
+func TestPython(t *testing.T) {
+	sb, dir := sandbox(t)
+	cmd := sb.Python(context.Background(), "-c", "print(6 * 7, flush=True)\nimport os")
+	cmd.Dir = filepath.Join(dir, "rw")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit status 1, got %v: %s%s", err, out.String(), errb.String())
+	}
+	if out.String() != "42\n" {
+		t.Errorf("output %q", out.String())
+	}
+	for _, w := range []string{"RuleModuleNotFoundError", "python-import=os"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("the refusal does not say %q: %s", w, errb.String())
+		}
+	}
+}
+
+// TestCallAndEval: the worker of Call and the eval zygote run in the VM and
+// speak to the host over the relayed channel; each call is a round trip in
+// the running VM.
+func TestCallAndEval(t *testing.T) {
+	sb, _ := sandbox(t)
+	ctx := context.Background()
+	for i := range 3 {
+		v, err := sb.Call(ctx, "platform:release")
+		if err != nil {
+			t.Fatalf("Call %d: %v", i, err)
+		}
+		if s, _ := v.(string); s == "" || s == hostRelease(t) {
+			t.Errorf("Call %d: platform.release() = %v: not the guest's kernel", i, v)
+		}
+	}
+	for i := range 3 {
+		v, err := sb.Eval(ctx, "x * 2 + 1", map[string]any{"x": int64(20 + i)})
+		if err != nil {
+			t.Fatalf("Eval %d: %v", i, err)
+		}
+		if v != int64(41+2*i) {
+			t.Errorf("Eval %d: %v (%T)", i, v, v)
+		}
+	}
+}
+
+func hostRelease(t *testing.T) string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
 }
