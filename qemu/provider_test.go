@@ -186,6 +186,7 @@ try_("read-ro", lambda: open(%[1]q + "/ro/data.txt").read())
 try_("write-ro", lambda: open(%[1]q + "/ro/new.txt", "w"))
 try_("chmod-ro", lambda: os.chmod(%[1]q + "/ro/data.txt", 0o777))
 try_("write-rw", lambda: open(%[1]q + "/rw/out.txt", "w").write("from the guest"))
+try_("setuid-rw", lambda: (open(%[1]q + "/rw/suid", "w").close(), os.chmod(%[1]q + "/rw/suid", 0o6755)))
 try_("ignored", lambda: open(%[1]q + "/ro/.env").read())
 try_("outside", lambda: os.stat(%[1]q + "/secret/key"))
 try_("list-parent", lambda: os.listdir(%[1]q))
@@ -201,7 +202,7 @@ try_("write-root", lambda: open("/evil", "w"))
 	want := map[string]string{
 		"read-ro": "ok", "write-ro": "EROFS", "chmod-ro": "EROFS", "write-rw": "ok", "ignored": "ENOENT|EACCES",
 		"outside": "ENOENT", "list-parent": "ok", "host-home": "ENOENT", "host-work": "ENOENT", "write-usr": "EROFS",
-		"write-root": "EROFS",
+		"write-root": "EROFS", "setuid-rw": "ok",
 	}
 	got := map[string]string{}
 	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
@@ -212,6 +213,13 @@ try_("write-root", lambda: open("/evil", "w"))
 		if !strings.Contains("|"+w+"|", "|"+got[k]+"|") {
 			t.Errorf("%s: got %q, want %s", k, got[k], w)
 		}
+	}
+	// The guest's chmod reaches no host inode: no setuid file appears on the
+	// host (root in the guest must not reach the host).
+	if st, err := os.Stat(filepath.Join(dir, "rw", "suid")); err != nil {
+		t.Errorf("the guest's file on the host: %v", err)
+	} else if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("the guest made a set-id file on the host: %v", st.Mode())
 	}
 	b, err := os.ReadFile(filepath.Join(dir, "rw", "out.txt"))
 	if err != nil || string(b) != "from the guest" {

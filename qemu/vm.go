@@ -70,11 +70,15 @@ func (m *machine) args(shares []share, empty string, incoming bool, netdev strin
 		if i < len(shares) {
 			s = shares[i]
 		}
-		ro := "on"
+		// A writable share keeps the guest's owners and modes in extended
+		// attributes (mapped-xattr): what the guest creates is a plain file of
+		// QEMU's user on the host (mode 0600/0700), and a mode the guest sets
+		// (a setuid bit included) never reaches the host's inode.
+		ro, model := "on", "none"
 		if !s.ReadOnly {
-			ro = "off"
+			ro, model = "off", "mapped-xattr"
 		}
-		a = append(a, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=none,readonly=%s", i, escapeOpt(s.Path), ro),
+		a = append(a, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=%s,readonly=%s", i, escapeOpt(s.Path), model, ro),
 			"-device", fmt.Sprintf("virtio-9p-pci,fsdev=fs%d,mount_tag=s%d", i, i))
 	}
 	if m.Net {
