@@ -426,11 +426,24 @@ func (r *run) stdio() ([]hostFD, error) {
 		r.stdinStop = stop
 		fds[0] = hostFD{Dir: wire.In, R: in, StopR: stop}
 	}
-	if r.stdout != nil {
-		fds[1] = hostFD{Dir: wire.Out, W: r.stdout}
-	}
-	if r.stderr != nil {
-		fds[2] = hostFD{Dir: wire.Out, W: r.stderr}
+	for i, w := range []io.Writer{r.stdout, r.stderr} {
+		if w == nil {
+			continue
+		}
+		fd := hostFD{Dir: wire.Out, W: w}
+		// A file (a pipe the caller reads, say) is the caller's to close once
+		// the program started: the relay writes to a copy of its own, closed
+		// when the program closes its end.
+		if f, ok := w.(*os.File); ok {
+			nfd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+			if err != nil {
+				return nil, err
+			}
+			d := os.NewFile(uintptr(nfd), f.Name())
+			r.dups = append(r.dups, d)
+			fd.W, fd.CloseW = d, func() { d.Close() }
+		}
+		fds[1+i] = fd
 	}
 	return fds, nil
 }

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -439,4 +440,37 @@ func hostRelease(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// TestSignalForwarded: a signal sent to the Cmd reaches the program in the
+// guest.
+func TestSignalForwarded(t *testing.T) {
+	sb, _ := sandbox(t)
+	cmd := sb.Command(context.Background(), python, "-c", `
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda s, f: (print("got", s, flush=True), sys.exit(7)))
+print("ready", flush=True)
+time.sleep(120)`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		cmd.Terminate()
+		cmd.Wait()
+		t.Fatalf("the program did not start: %q, %v", buf, err)
+	}
+	if err := cmd.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("Signal: %v", err)
+	}
+	rest, _ := io.ReadAll(out)
+	err = cmd.Wait()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 || string(rest) != "got 15\n" {
+		t.Fatalf("after SIGTERM: %q, %v (want \"got 15\", exit status 7)", rest, err)
+	}
 }
