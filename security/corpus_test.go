@@ -20,7 +20,6 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/qemu"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
