@@ -11,6 +11,7 @@ require (
 	github.com/landlock-lsm/go-landlock v0.11.2
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/seccomp/libseccomp-golang v0.11.1
+	github.com/ulikunitz/xz v0.5.15
 	golang.org/x/sys v0.50.0
 	gopkg.in/yaml.v3 v3.0.1
 )

@@ -8,6 +8,7 @@
 //	go run ./bench -call           # partial mode: Sandbox.Call round trips
 //	go run ./bench -eval           # the eval layer: Sandbox.Eval latency and throughput
 //	go run ./bench -ignore 150000 -n 10   # ignore= over a tree of 150,000 files
+//	go run ./bench -qemu -n 5      # the qemu provider: cold boot, saved state, warm VM, Call, Eval
 //
 // The configurations are interleaved run by run, so that noise on the machine hits
 // them alike. Record the output in bench/RESULTS.md with the date and the machine.
@@ -31,6 +32,7 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
+	_ "github.com/pysandboxes/pysandboxes/qemu"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
@@ -49,6 +51,7 @@ func main() {
 	python := flag.String("python", "", "also compare `python3 -c pass` run bare with python-sb-style runs (Sandbox.Python) through each provider, with this interpreter (e.g. /usr/bin/python3)")
 	call := flag.Bool("call", false, "measure partial mode instead: Sandbox.Call of a no-op function under each provider, with the interpreter of -python (default /usr/bin/python3)")
 	ignore := flag.Int("ignore", 0, "measure ignore= over a large exposed tree of this many files instead (e.g. 150000): start-up and a walk of the tree, with and without the rule, under each provider that claims hide, with the interpreter of -python (default /usr/bin/python3)")
+	qemuMode := flag.Bool("qemu", false, "measure the qemu provider instead (each of its runs is a VM start, too slow for the interleaved table): -n VM starts cold and from the saved state, then commands, Call and Eval in a warm VM, with the interpreter of -python (default /usr/bin/python3)")
 	evalMode := flag.Bool("eval", false, "measure the eval layer instead: Sandbox.Eval under each provider (warm, back to back with 1 and 2 callers, without the zygote) and a fresh `python -c` per evaluation, with the interpreter of -python (default /usr/bin/python3)")
 	flag.Parse()
 	if *ignore > 0 {
@@ -57,6 +60,17 @@ func main() {
 			py = "/usr/bin/python3"
 		}
 		if err := ignoreBench(context.Background(), py, *ignore, *n); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *qemuMode {
+		py := *python
+		if py == "" {
+			py = "/usr/bin/python3"
+		}
+		if err := qemuBench(context.Background(), py, *n); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
 			os.Exit(1)
 		}
@@ -149,7 +163,7 @@ func providerConfigs(ctx context.Context, argv []string) []config {
 	var out []config
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, p := range pysandboxes.Providers() {
-		if p.Name() == "none" {
+		if p.Name() == "none" || p.Name() == "qemu" { // a VM per run: -qemu measures it
 			continue
 		}
 		pol, err := policy.NewBuilder().Build(ctx, nil)
@@ -197,7 +211,7 @@ func pythonConfigs(ctx context.Context, python string) []config {
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
 	out := []config{{name: "python -c pass", run: func() error { return exec.Command(python, "-c", "pass").Run() }}}
 	for _, p := range pysandboxes.Providers() {
-		if p.Name() == "none" {
+		if p.Name() == "none" || p.Name() == "qemu" { // a VM per run: -qemu measures it
 			continue
 		}
 		pol, err := policy.NewBuilder().Build(ctx, nil)

@@ -12,7 +12,7 @@
 //
 // "pysandboxes COMMAND --help" lists the options of a command and its exit
 // status; a bad command line exits 2. Every OS provider of the module is linked
-// in: landlock, unshare, bwrap, firejail (and subprocess, none).
+// in: landlock, unshare, bwrap, firejail, qemu (and subprocess, none).
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/cli"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
+	_ "github.com/pysandboxes/pysandboxes/qemu"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 

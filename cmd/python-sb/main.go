@@ -35,6 +35,7 @@ import (
 	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
+	_ "github.com/pysandboxes/pysandboxes/qemu"
 	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 

@@ -1,0 +1,49 @@
+// Package qemu is the qemu provider (os-sandbox=qemu): each sandbox runs its
+// programs in a QEMU virtual machine, the strongest isolation of the
+// providers (the guest has its own kernel; root in the guest is not root on
+// the host). Importing the package registers the provider.
+//
+// The guest boots the distribution's kernel (the newest /boot/vmlinuz-* with
+// its /lib/modules, Debian's linux-image-amd64) as an uncompressed ELF vmlinux
+// with the PVH entry, extracted once from the packaged bzImage and cached per
+// user under its hash (decompressing a bzImage under TCG costs seconds). The
+// initramfs, built at run time and cached under its hash, holds the guest's
+// init (qemu/internal/guestinit, a static CGO_ENABLED=0 build embedded in the
+// package: `go generate ./qemu` rebuilds it and a test checks it is up to
+// date) and the kernel modules it loads with finit_module (virtio, 9p, the
+// virtio-serial console, virtio-net).
+//
+// Files: every expose-ro= and expose-rw= directory is its own virtio-9p share,
+// read-only in QEMU (readonly=on) unless it is expose-rw=, so that even root
+// in the guest cannot write to a read-only share. What the program needs to
+// run (its interpreter, libraries) comes read-only the same way: directories
+// as shares, single files through a read-only mirror in the cache. Nothing
+// else of the host is shared. ignore= is honoured in the guest: what the
+// exposed directories hold under an ignored name when the VM starts is masked
+// (the program, with no capability, cannot unmount a mask).
+//
+// Programs: the host talks to the init over a virtio-serial port. Each program
+// starts in new pid, mount, IPC and UTS namespaces of the guest with exactly
+// the policy's environment, no capability (empty bounding set, SECBIT_NOROOT
+// locked, no_new_privs) and the resource limits; its descriptors are relayed
+// to the host's. A placeholder process on the host stands for it (what the
+// Sandbox waits for and kills): its end, a signal or a timeout reaches the
+// program in the guest, and a guest that does not answer is killed with its
+// VM. A sandbox keeps one VM while programs run in it (the workers of Call and
+// the eval zygote included); the VM stops with its last program.
+//
+// Network: none (no network device) without a net= rule. net= rules are
+// refused (fail closed, naming the rule) until they can be enforced outside
+// the guest.
+//
+// Accelerator: KVM only when a guest really boots with it; TCG otherwise
+// (`pysandboxes probe` says which and why). Fast start: the VM state saved
+// after boot and before any share is mounted (QEMU refuses to save a VM with
+// 9p mounted) is restored instead of booting; it is keyed on the QEMU binary,
+// the kernel, the initramfs and the command line, and made again when any of
+// them changes.
+//
+// Parameters (qemu.KEY=VALUE lines), checked against a table; any other is
+// refused, naming the rule: memory, cpus, kvm, kernel, binary, start-timeout,
+// snapshot.
+package qemu

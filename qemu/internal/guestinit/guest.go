@@ -1,0 +1,520 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+)
+
+// guest is the init's side of the channel.
+type guest struct {
+	port *os.File
+	w    *wire.Writer
+
+	mu      sync.Mutex
+	streams map[uint32]*stream
+	procs   map[uint32]*proc
+	setup   bool
+}
+
+func newGuest(port *os.File) *guest {
+	return &guest{port: port, w: wire.NewWriter(port), streams: map[uint32]*stream{}, procs: map[uint32]*proc{}}
+}
+
+func (g *guest) serve() error {
+	if err := g.w.Write(wire.Hello, 0, []byte{wire.Version}); err != nil {
+		return err
+	}
+	r := wire.NewReader(g.port)
+	for {
+		f, err := r.Read()
+		if err != nil {
+			return err
+		}
+		if err := g.handle(f); err != nil {
+			g.w.Write(wire.Fatal, 0, []byte(err.Error()))
+			return err
+		}
+	}
+}
+
+func (g *guest) handle(f wire.Frame) error {
+	switch f.Type {
+	case wire.Ping:
+		return g.w.Write(wire.Pong, f.ID, f.Payload)
+	case wire.Setup:
+		var m wire.SetupMsg
+		if err := readJSON(f.Payload, &m); err != nil {
+			return err
+		}
+		msg := ""
+		if err := g.doSetup(&m); err != nil {
+			msg = err.Error()
+		}
+		return g.w.Write(wire.Ready, 0, []byte(msg))
+	case wire.Spawn:
+		var m wire.SpawnMsg
+		if err := readJSON(f.Payload, &m); err != nil {
+			return err
+		}
+		g.spawn(f.ID, &m)
+	case wire.Data:
+		if s := g.stream(f.ID); s != nil {
+			s.push(f.Payload)
+		}
+	case wire.EOF:
+		if s := g.stream(f.ID); s != nil {
+			s.push(nil)
+		}
+	case wire.Credit:
+		n, err := wire.ParseU32(f.Payload)
+		if err != nil {
+			return err
+		}
+		if s := g.stream(f.ID); s != nil {
+			s.credit(int64(n))
+		}
+	case wire.Signal:
+		if len(f.Payload) != 1 {
+			return fmt.Errorf("%w: signal of %d bytes", wire.ErrFrame, len(f.Payload))
+		}
+		g.mu.Lock()
+		p := g.procs[f.ID]
+		g.mu.Unlock()
+		if p != nil {
+			p.signal(syscall.Signal(f.Payload[0]))
+		}
+	default:
+		return fmt.Errorf("%w: unexpected %s frame", wire.ErrFrame, f.Type)
+	}
+	return nil
+}
+
+func (g *guest) stream(id uint32) *stream {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.streams[id]
+}
+
+// doSetup applies the host's configuration (once).
+func (g *guest) doSetup(m *wire.SetupMsg) error {
+	if g.setup {
+		return errors.New("setup already done")
+	}
+	g.setup = true
+	tv := syscall.NsecToTimeval(m.Time)
+	if err := syscall.Settimeofday(&tv); err != nil {
+		return fmt.Errorf("settimeofday: %w", err)
+	}
+	if len(m.Seed) > 0 {
+		if err := addEntropy(m.Seed); err != nil {
+			return fmt.Errorf("seeding the random pool: %w", err)
+		}
+	}
+	if err := buildRoot(m.Ops); err != nil {
+		return err
+	}
+	if m.Net != nil {
+		if err := configureNet(m.Net); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	}
+	return nil
+}
+
+// addEntropy credits seed to the kernel's random pool (RNDADDENTROPY).
+func addEntropy(seed []byte) error {
+	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	buf := make([]byte, 8+len(seed))
+	*(*int32)(unsafe.Pointer(&buf[0])) = int32(len(seed) * 8)
+	*(*int32)(unsafe.Pointer(&buf[4])) = int32(len(seed))
+	copy(buf[8:], seed)
+	const rndAddEntropy = 0x40085203
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), rndAddEntropy, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// stream is one relayed descriptor of a program.
+type stream struct {
+	g  *guest
+	id uint32
+	f  *os.File
+	// sock: a socket (half-closed with shutdown).
+	sock bool
+
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queue  [][]byte // data from the host (nil: its EOF)
+	window int64    // bytes the guest may still send
+	closed bool
+}
+
+func (s *stream) push(b []byte) {
+	s.mu.Lock()
+	s.queue = append(s.queue, b)
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+func (s *stream) credit(n int64) {
+	s.mu.Lock()
+	s.window += n
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+// toProgram writes what the host sends to the program's descriptor.
+func (s *stream) toProgram(done func()) {
+	defer done()
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		b := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		if b == nil {
+			if s.sock {
+				syscall.Shutdown(int(s.f.Fd()), syscall.SHUT_WR)
+			} else {
+				s.f.Close()
+			}
+			return
+		}
+		if _, err := s.f.Write(b); err != nil {
+			// The program closed its end: drop what comes, keep crediting.
+			s.discard(len(b))
+			return
+		}
+		s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
+	}
+}
+
+// discard credits what the host sends after the program stopped reading.
+func (s *stream) discard(n int) {
+	s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(n)))
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.closed {
+			s.cond.Wait()
+		}
+		if s.closed {
+			s.mu.Unlock()
+			return
+		}
+		b := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		if b == nil {
+			return
+		}
+		s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
+	}
+}
+
+// fromProgram sends what the program writes to the host.
+func (s *stream) fromProgram(done func()) {
+	defer done()
+	buf := make([]byte, wire.ChunkSize)
+	for {
+		s.mu.Lock()
+		for s.window <= 0 && !s.closed {
+			s.cond.Wait()
+		}
+		n := int(min(s.window, int64(len(buf))))
+		closed := s.closed
+		s.mu.Unlock()
+		if closed {
+			return
+		}
+		k, err := s.f.Read(buf[:n])
+		if k > 0 {
+			s.mu.Lock()
+			s.window -= int64(k)
+			s.mu.Unlock()
+			if s.g.w.Write(wire.Data, s.id, buf[:k]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			s.g.w.Write(wire.EOF, s.id, nil)
+			return
+		}
+	}
+}
+
+// proc is one program (its stage 2).
+type proc struct {
+	id  uint32
+	cmd *exec.Cmd
+}
+
+func (p *proc) signal(sig syscall.Signal) {
+	if p.cmd.Process != nil {
+		p.cmd.Process.Signal(sig)
+	}
+}
+
+// spawn starts a program's stage 2 and its relays.
+func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
+	fail := func(err error) {
+		g.w.Write(wire.Exit, id, append(wire.U32(uint32(127<<8)), err.Error()...))
+	}
+	if !g.setup {
+		fail(errors.New("the guest is not set up"))
+		return
+	}
+	var progFiles []*os.File // the program's ends
+	var streams []*stream
+	closeAll := func() {
+		for _, f := range progFiles {
+			f.Close()
+		}
+		for _, s := range streams {
+			s.f.Close()
+		}
+	}
+	for i, fd := range m.FDs {
+		var mine, theirs *os.File
+		var sock bool
+		switch {
+		case fd.Stream == 0:
+			f, err := os.OpenFile("/dev/null", os.O_RDWR, 0)
+			if err != nil {
+				closeAll()
+				fail(err)
+				return
+			}
+			progFiles = append(progFiles, f)
+			continue
+		case fd.Dir == wire.In:
+			r, w, err := os.Pipe()
+			if err != nil {
+				closeAll()
+				fail(err)
+				return
+			}
+			mine, theirs = w, r
+		case fd.Dir == wire.Out:
+			r, w, err := os.Pipe()
+			if err != nil {
+				closeAll()
+				fail(err)
+				return
+			}
+			mine, theirs = r, w
+		case fd.Dir == wire.Both:
+			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+			if err != nil {
+				closeAll()
+				fail(err)
+				return
+			}
+			syscall.SetNonblock(fds[0], true)
+			mine, theirs = os.NewFile(uintptr(fds[0]), "relay"), os.NewFile(uintptr(fds[1]), "program")
+			sock = true
+		default:
+			closeAll()
+			fail(fmt.Errorf("descriptor %d: unknown direction %q", i, fd.Dir))
+			return
+		}
+		progFiles = append(progFiles, theirs)
+		s := &stream{g: g, id: fd.Stream, f: mine, sock: sock, window: wire.Window}
+		s.cond = sync.NewCond(&s.mu)
+		streams = append(streams, s)
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		closeAll()
+		fail(err)
+		return
+	}
+	statR, statW, err := os.Pipe()
+	if err != nil {
+		specR.Close()
+		specW.Close()
+		closeAll()
+		fail(err)
+		return
+	}
+	cmd := &exec.Cmd{
+		Path:       "/init",
+		Args:       []string{stage2Marker},
+		Env:        []string{},
+		Stdin:      nil,
+		Stderr:     os.Stderr,
+		ExtraFiles: append([]*os.File{specR, statW}, progFiles...),
+		SysProcAttr: &syscall.SysProcAttr{
+			Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+			Setsid:     true,
+		},
+	}
+	p := &proc{id: id, cmd: cmd}
+	g.mu.Lock()
+	for _, s := range streams {
+		g.streams[s.id] = s
+	}
+	g.procs[id] = p
+	g.mu.Unlock()
+	unregister := func() {
+		g.mu.Lock()
+		for _, s := range streams {
+			delete(g.streams, s.id)
+		}
+		delete(g.procs, id)
+		g.mu.Unlock()
+		for _, s := range streams {
+			s.mu.Lock()
+			s.closed = true
+			s.mu.Unlock()
+			s.cond.Broadcast()
+		}
+	}
+	if err := cmd.Start(); err != nil {
+		specR.Close()
+		specW.Close()
+		statR.Close()
+		statW.Close()
+		unregister()
+		closeAll()
+		fail(err)
+		return
+	}
+	specR.Close()
+	statW.Close()
+	for _, f := range progFiles {
+		f.Close()
+	}
+	spec, _ := json.Marshal(m)
+	go func() {
+		specW.Write(spec)
+		specW.Close()
+	}()
+	// outs: the relays of what the program writes, drained before its exit
+	// is reported; the relays toward the program stop with it.
+	var outs sync.WaitGroup
+	nop := func() {}
+	for _, s := range streams {
+		dir := ""
+		for _, fd := range m.FDs {
+			if fd.Stream == s.id {
+				dir = fd.Dir
+			}
+		}
+		switch dir {
+		case wire.In:
+			go s.toProgram(nop)
+		case wire.Out:
+			outs.Add(1)
+			go s.fromProgram(outs.Done)
+		case wire.Both:
+			outs.Add(1)
+			go s.toProgram(nop)
+			go s.fromProgram(outs.Done)
+		}
+	}
+	go func() {
+		// Stage 2 reports "S pid" once the program runs, then "X status".
+		r := newLineReader(statR)
+		started := false
+		var status uint32
+		var msg string
+		reported := false
+		for {
+			l, err := r.line()
+			if err != nil {
+				break
+			}
+			switch {
+			case strings.HasPrefix(l, "S "):
+				var pid uint32
+				fmt.Sscanf(l[2:], "%d", &pid)
+				started = true
+				g.w.Write(wire.Started, id, wire.U32(pid))
+			case strings.HasPrefix(l, "X "):
+				fmt.Sscanf(l[2:], "%d", &status)
+				reported = true
+			case strings.HasPrefix(l, "E "):
+				msg = l[2:]
+				status = 127 << 8
+				reported = true
+			}
+		}
+		statR.Close()
+		err := cmd.Wait()
+		if !reported {
+			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
+			status = uint32(ws)
+			if msg == "" {
+				msg = fmt.Sprintf("stage 2 ended: %v", err)
+			}
+			if started {
+				msg = ""
+			}
+		}
+		// The program's tree is gone (its pid namespace ended with stage 2):
+		// what it wrote is all in the pipes; send it before the exit.
+		waitTimeout(&outs, 5*time.Second)
+		unregister()
+		for _, s := range streams {
+			s.f.Close()
+		}
+		g.w.Write(wire.Exit, id, append(wire.U32(status), msg...))
+	}()
+}
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+type lineReader struct {
+	r   io.Reader
+	buf []byte
+}
+
+func newLineReader(r io.Reader) *lineReader { return &lineReader{r: r} }
+
+func (l *lineReader) line() (string, error) {
+	for {
+		if i := strings.IndexByte(string(l.buf), '\n'); i >= 0 {
+			s := string(l.buf[:i])
+			l.buf = l.buf[i+1:]
+			return s, nil
+		}
+		b := make([]byte, 512)
+		n, err := l.r.Read(b)
+		l.buf = append(l.buf, b[:n]...)
+		if err != nil {
+			return "", err
+		}
+	}
+}

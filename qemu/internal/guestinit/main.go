@@ -1,0 +1,149 @@
+// Command guestinit is the init (pid 1) of the qemu provider's guest: a static
+// Go binary that the provider embeds and packs into the initramfs it builds.
+//
+// At boot it mounts /proc, /sys and /dev, loads the kernel modules listed in
+// /modules.order (virtio, 9p) with finit_module, finds the virtio-serial port
+// named pysb.ctl, says hello to the host on it and waits: a saved VM state is
+// taken at that point. The host's Setup then sets the clock, reseeds the random
+// pool, mounts the 9p shares (the programs' root and the exposed directories)
+// and masks the ignored paths. Each Spawn then starts a program (package
+// wire): the init starts itself again as the program's stage 2, in new pid,
+// mount, IPC and UTS namespaces, which mounts a private /proc, /tmp and /dev,
+// changes root, applies the resource limits and starts the program as the
+// share's owner with no capability (SECBIT_NOROOT, no_new_privs), then reaps
+// its namespace and reports the program's wait status. The init relays the
+// program's descriptors (pipes and socket pairs of its own) to the host's
+// streams.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+	"unsafe"
+
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+)
+
+// stage2Marker is argv[0] of the init started again as a program's stage 2.
+const stage2Marker = "pysb-stage2"
+
+// viewRoot is where the programs' root is mounted.
+const viewRoot = "/view"
+
+func main() {
+	if len(os.Args) > 0 && os.Args[0] == stage2Marker {
+		os.Exit(stage2())
+	}
+	if os.Getpid() != 1 {
+		fmt.Fprintln(os.Stderr, "guestinit: not pid 1")
+		os.Exit(2)
+	}
+	port, err := boot()
+	if err != nil {
+		fatalConsole(err)
+	}
+	g := newGuest(port)
+	err = g.serve()
+	fatalConsole(fmt.Errorf("the host's channel ended: %w", err))
+}
+
+// fatalConsole reports on the console and powers off.
+func fatalConsole(err error) {
+	fmt.Fprintf(os.Stderr, "pysandboxes guest init: %v\n", err)
+	syscall.Sync()
+	syscall.Reboot(syscall.LINUX_REBOOT_CMD_POWER_OFF)
+	select {}
+}
+
+// boot mounts the kernel's file systems, loads the modules and opens the
+// control port.
+func boot() (*os.File, error) {
+	for _, m := range []struct{ src, dst, fs string }{
+		{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"},
+	} {
+		os.MkdirAll(m.dst, 0o755)
+		if err := syscall.Mount(m.src, m.dst, m.fs, syscall.MS_NOSUID, ""); err != nil && err != syscall.EBUSY {
+			return nil, fmt.Errorf("mount %s: %w", m.dst, err)
+		}
+	}
+	if err := loadModules("/modules.order"); err != nil {
+		return nil, err
+	}
+	dev, err := findPort("pysb.ctl", 10*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	return os.OpenFile(dev, os.O_RDWR, 0)
+}
+
+func prctl(op int, arg uintptr) error {
+	if _, _, e := syscall.RawSyscall6(syscall.SYS_PRCTL, uintptr(op), arg, 0, 0, 0, 0); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// loadModules loads the modules named in order (one path a line), in order.
+func loadModules(order string) error {
+	b, err := os.ReadFile(order)
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	empty := []byte{0}
+	for _, name := range strings.Fields(string(b)) {
+		f, err := os.Open(name)
+		if err != nil {
+			return err
+		}
+		_, _, e := syscall.Syscall(sysFinitModule, f.Fd(), uintptr(unsafe.Pointer(&empty[0])), 0)
+		f.Close()
+		if e != 0 && e != syscall.EEXIST {
+			return fmt.Errorf("loading %s: %w", name, e)
+		}
+	}
+	return nil
+}
+
+// findPort waits for the virtio-serial port named name and returns its device.
+func findPort(name string, timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ents, _ := os.ReadDir("/sys/class/virtio-ports")
+		for _, e := range ents {
+			b, err := os.ReadFile(filepath.Join("/sys/class/virtio-ports", e.Name(), "name"))
+			if err == nil && strings.TrimSpace(string(b)) == name {
+				dev := "/dev/" + e.Name()
+				if _, err := os.Stat(dev); err == nil {
+					return dev, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no virtio-serial port named %s", name)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// readJSON decodes a frame's payload.
+func readJSON(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%w: %v", wire.ErrFrame, err)
+	}
+	return nil
+}
+
+func uintptrOf[T any](p *T) uintptr { return uintptr(unsafe.Pointer(p)) }
+
+const (
+	sysFinitModule  = 313
+	prSetNoNewPrivs = 38
+)

@@ -1,0 +1,201 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"syscall"
+)
+
+// stage2 is pid 1 of a program's namespaces: descriptor 3 holds its spec,
+// 4 the status pipe, 5... the program's descriptors 0, 1, 2...
+func stage2() int {
+	// Capabilities, securebits and no_new_privs are the thread's: the one
+	// thread that sets them starts the program.
+	runtime.LockOSThread()
+	status := os.NewFile(4, "status")
+	report := func(format string, args ...any) { fmt.Fprintf(status, format+"\n", args...) }
+	fail := func(err error) int {
+		report("E %s", err)
+		return 127
+	}
+	b, err := io.ReadAll(io.LimitReader(os.NewFile(3, "spec"), 64<<20))
+	if err != nil {
+		return fail(err)
+	}
+	syscall.Close(3)
+	syscall.CloseOnExec(4)
+	var m spawnSpec
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fail(fmt.Errorf("spec: %w", err))
+	}
+	if err := stage2Root(&m); err != nil {
+		return fail(err)
+	}
+	if err := dropPrivileges(); err != nil {
+		return fail(err)
+	}
+	// Not dumpable: the program (same uid, no capability) cannot reach this
+	// process through /proc or ptrace.
+	prctl(syscall.PR_SET_DUMPABLE, 0)
+	files := make([]uintptr, len(m.FDs))
+	for i := range m.FDs {
+		files[i] = uintptr(5 + i)
+		syscall.CloseOnExec(5 + i)
+	}
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
+		syscall.SIGUSR2, syscall.SIGCONT, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGPIPE)
+	// The resource limits apply to the program only: it starts stopped at its
+	// exec (PTRACE_TRACEME), gets them with prlimit, and goes on.
+	attr := &syscall.ProcAttr{
+		Dir:   "/",
+		Env:   m.Env,
+		Files: files,
+		Sys: &syscall.SysProcAttr{
+			Credential: &syscall.Credential{Uid: m.UID, Gid: m.GID, NoSetGroups: true},
+			Ptrace:     len(m.Rlimits) > 0,
+			Setpgid:    true,
+		},
+	}
+	if m.Dir != "" {
+		if st, err := os.Stat(m.Dir); err == nil && st.IsDir() {
+			attr.Dir = m.Dir
+		}
+	}
+	if err := prctl(prSetNoNewPrivs, 1); err != nil {
+		return fail(fmt.Errorf("no_new_privs: %w", err))
+	}
+	pid, err := syscall.ForkExec(m.Path, m.Args, attr)
+	if err != nil {
+		return fail(fmt.Errorf("start %s: %w", m.Path, err))
+	}
+	if len(m.Rlimits) > 0 {
+		var ws syscall.WaitStatus
+		if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+			syscall.Kill(pid, syscall.SIGKILL)
+			return fail(fmt.Errorf("start %s: not stopped at exec (%v)", m.Path, err))
+		}
+		for _, r := range m.Rlimits {
+			lim := syscall.Rlimit{Cur: r[1], Max: r[2]}
+			if err := prlimit(pid, int(r[0]), &lim); err != nil {
+				syscall.Kill(pid, syscall.SIGKILL)
+				return fail(fmt.Errorf("resource limit %d: %w", r[0], err))
+			}
+		}
+		if err := syscall.PtraceDetach(pid); err != nil {
+			syscall.Kill(pid, syscall.SIGKILL)
+			return fail(fmt.Errorf("start %s: %w", m.Path, err))
+		}
+	}
+	for i := range m.FDs {
+		syscall.Close(5 + i)
+	}
+	report("S %d", pid)
+	go func() {
+		for s := range sigs {
+			syscall.Kill(pid, s.(syscall.Signal))
+		}
+	}()
+	// Reap every process of the namespace until the program ends.
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			report("E wait: %s", err)
+			return 127
+		}
+		if wpid == pid && (ws.Exited() || ws.Signaled()) {
+			report("X %d", uint32(ws))
+			// Returning ends the namespace: the kernel kills what is left.
+			return 0
+		}
+	}
+}
+
+// spawnSpec is wire.SpawnMsg as stage 2 reads it.
+type spawnSpec struct {
+	Path    string      `json:"path"`
+	Args    []string    `json:"args"`
+	Env     []string    `json:"env"`
+	Dir     string      `json:"dir"`
+	FDs     []struct{}  `json:"fds"`
+	UID     uint32      `json:"uid"`
+	GID     uint32      `json:"gid"`
+	Rlimits [][3]uint64 `json:"rlimits"`
+}
+
+func prlimit(pid, resource int, lim *syscall.Rlimit) error {
+	_, _, e := syscall.RawSyscall6(syscall.SYS_PRLIMIT64, uintptr(pid), uintptr(resource), uintptrOf(lim), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// stage2Root gives the program its root: the view, with a private /proc (of
+// the new pid namespace), /tmp and /dev.
+func stage2Root(m *spawnSpec) error {
+	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
+		return fmt.Errorf("private mounts: %w", err)
+	}
+	const nosuid = syscall.MS_NOSUID | syscall.MS_NODEV
+	if err := syscall.Mount("proc", viewRoot+"/proc", "proc", nosuid|syscall.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("/proc: %w", err)
+	}
+	if ents, err := os.ReadDir(viewRoot + "/tmp"); err == nil && len(ents) == 0 {
+		if err := syscall.Mount("tmpfs", viewRoot+"/tmp", "tmpfs", nosuid, "mode=1777"); err != nil {
+			return fmt.Errorf("/tmp: %w", err)
+		}
+	}
+	dev := viewRoot + "/dev"
+	if err := syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=755,size=65536"); err != nil {
+		return fmt.Errorf("/dev: %w", err)
+	}
+	for _, n := range []string{"null", "zero", "full", "random", "urandom", "tty"} {
+		f, err := os.OpenFile(dev+"/"+n, os.O_CREATE|os.O_WRONLY, 0o666)
+		if err != nil {
+			return err
+		}
+		f.Close()
+		if err := syscall.Mount("/dev/"+n, dev+"/"+n, "", syscall.MS_BIND, ""); err != nil {
+			return fmt.Errorf("/dev/%s: %w", n, err)
+		}
+	}
+	os.Mkdir(dev+"/shm", 0o1777)
+	syscall.Mount("tmpfs", dev+"/shm", "tmpfs", nosuid, "mode=1777")
+	for _, l := range [][2]string{{"/proc/self/fd", "fd"}, {"/proc/self/fd/0", "stdin"}, {"/proc/self/fd/1", "stdout"}, {"/proc/self/fd/2", "stderr"}} {
+		os.Symlink(l[0], dev+"/"+l[1])
+	}
+	syscall.Mount("", dev, "", syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=755,size=65536")
+	if err := syscall.Chroot(viewRoot); err != nil {
+		return fmt.Errorf("chroot: %w", err)
+	}
+	return syscall.Chdir("/")
+}
+
+// dropPrivileges makes sure that no program of the namespace ever holds a
+// capability: the bounding set is emptied (no file capability can grant
+// one) and the securebits make uid 0 an ordinary user at exec, locked. Stage
+// 2 keeps its own capabilities (to set the program's resource limits).
+func dropPrivileges() error {
+	for c := 0; c < 64; c++ {
+		if err := prctl(syscall.PR_CAPBSET_DROP, uintptr(c)); err != nil {
+			if err == syscall.EINVAL {
+				break // past the last capability of the kernel
+			}
+			return fmt.Errorf("dropping capability %d: %w", c, err)
+		}
+	}
+	const secbitNoroot, secbitNorootLocked = 1 << 0, 1 << 1
+	if err := prctl(syscall.PR_SET_SECUREBITS, secbitNoroot|secbitNorootLocked); err != nil {
+		return fmt.Errorf("securebits: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,303 @@
+package qemu
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+)
+
+// plan is what one VM shows its programs: the 9p shares (slots) and the
+// operations that build the programs' root in the guest.
+type plan struct {
+	shares []share
+	ops    []wire.Op
+	// dirs are the host directories a share brings at their own path (to
+	// tell whether a program's needs are covered).
+	dirs []string
+	// files are the host files the mirror share brings.
+	files map[string]bool
+}
+
+// covers reports whether the plan shows everything of ns.
+func (p *plan) covers(ns []needs.Need) bool {
+	for _, n := range ns {
+		if p.under(n.Path) {
+			continue
+		}
+		if n.Dir || !p.files[n.Path] {
+			return false
+		}
+	}
+	return true
+}
+
+func (p *plan) under(path string) bool {
+	for _, d := range p.dirs {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// mergedUsr are the top-level links of a merged-/usr system.
+var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
+
+// makePlan builds the plan of a VM: the exposed directories (each a share),
+// what the programs need (directories as read-only shares, files through a
+// read-only mirror in the cache), the links on the way, masks for ignored
+// paths present in the exposed directories, and /etc/hosts.
+func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignores []policy.Ignore, ns []needs.Need, hosts []byte) (*plan, error) {
+	p := &plan{files: map[string]bool{}}
+	var ops []wire.Op
+	// Exposes, parents first.
+	ex := slices.Clone(exposes)
+	sort.SliceStable(ex, func(i, j int) bool { return depth(ex[i].Path) < depth(ex[j].Path) })
+	for _, e := range ex {
+		if e.Path == "/" {
+			return nil, fmt.Errorf("%s: %s: the qemu provider does not share the host's whole tree", e.Ref, e.Raw)
+		}
+		if _, err := os.Stat(e.Path); err != nil {
+			continue
+		}
+		if len(p.shares) >= slots-1 {
+			return nil, fmt.Errorf("%s: %s: more than %d shared directories (the VM has %d 9p slots)", e.Ref, e.Raw, slots-1, slots)
+		}
+		ro := e.Mode != policy.ReadWrite
+		tag := fmt.Sprintf("s%d", len(p.shares))
+		p.shares = append(p.shares, share{Path: e.Path, ReadOnly: ro})
+		p.dirs = append(p.dirs, e.Path)
+		ops = append(ops, wire.Op{Op: wire.OpShare, Path: e.Path, Tag: tag, RO: ro})
+	}
+	// Needs: directories as shares, files through the mirror.
+	var files []needs.Need
+	links := map[string]string{}
+	seen := map[string]bool{}
+	for _, n := range ns {
+		if seen[n.Path] {
+			continue
+		}
+		seen[n.Path] = true
+		for _, a := range n.Aliases {
+			followAlias(a, links)
+		}
+		if p.under(n.Path) || within(n.Path, "/proc") || within(n.Path, "/dev") {
+			continue
+		}
+		if n.Dir {
+			if len(p.shares) >= slots-1 {
+				return nil, fmt.Errorf("qemu: the program needs more than %d shared directories", slots-1)
+			}
+			tag := fmt.Sprintf("s%d", len(p.shares))
+			p.shares = append(p.shares, share{Path: n.Path, ReadOnly: true})
+			p.dirs = append(p.dirs, n.Path)
+			ops = append(ops, wire.Op{Op: wire.OpShare, Path: n.Path, Tag: tag, RO: true})
+			continue
+		}
+		files = append(files, n)
+	}
+	for _, name := range mergedUsr {
+		if t, err := os.Readlink("/" + name); err == nil {
+			links["/"+name] = t
+		}
+	}
+	if len(files) > 0 {
+		mirror, err := mirrorFiles(cache, files)
+		if err != nil {
+			return nil, err
+		}
+		tag := fmt.Sprintf("s%d", len(p.shares))
+		p.shares = append(p.shares, share{Path: mirror, ReadOnly: true})
+		ops = append(ops, wire.Op{Op: wire.OpShare, Path: "/.s/files", Tag: tag, RO: true})
+		for _, f := range files {
+			p.files[f.Path] = true
+			ops = append(ops, wire.Op{Op: wire.OpBind, Path: f.Path, Src: "/.s/files" + f.Path})
+		}
+	}
+	// The links (a link inside a share is the share's own).
+	var names []string
+	for l := range links {
+		names = append(names, l)
+	}
+	sort.Strings(names)
+	for _, l := range names {
+		if !p.under(l) && !p.files[l] {
+			ops = append(ops, wire.Op{Op: wire.OpSymlink, Path: l, Src: links[l]})
+		}
+	}
+	// Symbolic links first: a share or a file may lie beyond one.
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op == wire.OpSymlink && ops[j].Op != wire.OpSymlink })
+	if hosts != nil && !p.under("/etc/hosts") {
+		ops = append(ops, wire.Op{Op: wire.OpFile, Path: "/etc/hosts", Data: hosts})
+	}
+	// ignore=: what the exposed directories hold now under an ignored name.
+	masks, err := ignoredPaths(ctx, exposes, ignores)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range masks {
+		ops = append(ops, wire.Op{Op: wire.OpMask, Path: m})
+	}
+	p.ops = ops
+	return p, nil
+}
+
+func depth(p string) int { return strings.Count(p, "/") }
+
+// followAlias records the symbolic links met on the way from alias to the
+// file it names.
+func followAlias(alias string, links map[string]string) {
+	cur := "/"
+	rest := strings.Split(strings.TrimPrefix(filepath.Clean(alias), "/"), "/")
+	for hops := 0; len(rest) > 0; {
+		name := rest[0]
+		rest = rest[1:]
+		switch name {
+		case ".", "":
+			continue
+		case "..":
+			cur = filepath.Dir(cur)
+			continue
+		}
+		next := filepath.Join(cur, name)
+		st, err := os.Lstat(next)
+		if err != nil {
+			return
+		}
+		if st.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		hops++
+		target, err := os.Readlink(next)
+		if err != nil || hops > 40 {
+			return
+		}
+		links[next] = target
+		if filepath.IsAbs(target) {
+			cur = "/"
+		}
+		rest = append(strings.Split(target, "/"), rest...)
+	}
+}
+
+// maxMasks bounds the ignored paths masked at start.
+const maxMasks = 10000
+
+// ignoredPaths lists the paths of the exposed directories that an ignore=
+// rule matches now (walking them; a directory matched is not entered).
+func ignoredPaths(ctx context.Context, exposes []policy.Expose, ignores []policy.Ignore) ([]string, error) {
+	if len(ignores) == 0 {
+		return nil, nil
+	}
+	var out []string
+	for _, e := range exposes {
+		err := filepath.WalkDir(e.Path, func(path string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return nil
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if _, ok := policy.IgnoredEntry(path, ignores); ok && path != e.Path {
+				out = append(out, path)
+				if len(out) > maxMasks {
+					return fmt.Errorf("more than %d ignored paths in %s", maxMasks, e.Path)
+				}
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("qemu: ignore=: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// mirrorFiles returns a directory of the cache holding the files at their
+// paths (hard links when possible, copies otherwise), made once for a given
+// set of files (named by their identities).
+func mirrorFiles(cache string, files []needs.Need) (string, error) {
+	h := sha256.New()
+	var paths []string
+	for _, f := range files {
+		var st syscall.Stat_t
+		if err := syscall.Stat(f.Path, &st); err != nil {
+			continue
+		}
+		paths = append(paths, f.Path)
+		fmt.Fprintf(h, "%s\x00%d %d %d %d\n", f.Path, st.Dev, st.Ino, st.Size, st.Mtim.Nano())
+	}
+	dir := filepath.Join(cache, "files-"+hex.EncodeToString(h.Sum(nil)[:12]))
+	if checkOwned(dir, true) == nil {
+		return dir, nil
+	}
+	tmp, err := os.MkdirTemp(cache, ".tmp-files-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	for _, p := range paths {
+		dst := filepath.Join(tmp, p)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return "", err
+		}
+		if err := os.Link(p, dst); err == nil {
+			continue
+		}
+		if err := copyFile(p, dst); err != nil {
+			return "", fmt.Errorf("qemu: copying %s to the cache: %w", p, err)
+		}
+	}
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) && checkOwned(dir, true) != nil {
+		return "", err
+	}
+	return dir, nil
+}
+
+func copyFile(src, dst string) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	st, err := in.Stat()
+	if err != nil {
+		return err
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_EXCL|os.O_WRONLY, st.Mode().Perm()&0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func sortStrings(s []string) { sort.Strings(s) }

@@ -1,0 +1,137 @@
+package qemu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/needs"
+)
+
+func init() {
+	placeholderMain()
+	pysandboxes.Register(&Provider{})
+}
+
+// Name is the os-sandbox= value of the provider.
+const Name = "qemu"
+
+// Provider is the qemu provider. Importing the package registers one; its zero
+// value is ready to use.
+type Provider struct {
+	once  sync.Once
+	state *hostState
+	// interps caches the Python interpreters' directories.
+	interps needs.Interpreters
+	states  sync.Mutex // serializes the making of saved states
+}
+
+// hostState is what the probe found.
+type hostState struct {
+	err    error
+	qemu   string
+	kernel *kernel
+	cache  string
+	// vmlinux and initrd are the guest's kernel and initramfs (in the cache).
+	vmlinux, initrd string
+	// accel is "kvm" or "tcg", and why.
+	accel, accelWhy string
+	// empty is an empty directory (the unused 9p slots).
+	empty string
+}
+
+func (p *Provider) host() *hostState {
+	p.once.Do(func() { p.state = probeHost(context.Background(), "", "") })
+	return p.state
+}
+
+// probeHost finds QEMU and the kernel, and prepares the kernel and the
+// initramfs.
+func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
+	h := &hostState{}
+	if binary == "" {
+		b, err := exec.LookPath("qemu-system-x86_64")
+		if err != nil {
+			h.err = errors.New("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")
+			return h
+		}
+		binary = b
+	}
+	if real, err := filepath.EvalSymlinks(binary); err == nil {
+		binary = real
+	}
+	h.qemu = binary
+	k, err := findKernel(kernelImage)
+	if err != nil {
+		h.err = err
+		return h
+	}
+	h.kernel = k
+	if h.cache, err = cacheDir(); err != nil {
+		h.err = fmt.Errorf("qemu: the cache: %w", err)
+		return h
+	}
+	if h.vmlinux, err = k.vmlinux(h.cache); err != nil {
+		h.err = err
+		return h
+	}
+	if h.initrd, err = initramfs(h.cache, k); err != nil {
+		h.err = err
+		return h
+	}
+	h.empty = filepath.Join(h.cache, "empty")
+	if err := os.MkdirAll(h.empty, 0o755); err != nil {
+		h.err = err
+		return h
+	}
+	h.accel, h.accelWhy = probeAccel(ctx, h)
+	return h
+}
+
+// Name returns "qemu".
+func (p *Provider) Name() string { return Name }
+
+// Probe reports whether the provider works here: QEMU, a kernel with its
+// modules, and the accelerator (KVM when a guest boots with it, TCG
+// otherwise).
+func (p *Provider) Probe(context.Context) error { return p.host().err }
+
+// Capabilities is what the VM enforces (see the package documentation).
+// The network is all or nothing: a VM without a network device has no
+// traffic at all, which is what a policy without net= rules needs (tcp-ports,
+// udp-deny, raw-sockets); net= rules themselves are refused by Compile, so
+// net-hosts and udp are not claimed. ignore= masks what is there when the VM
+// starts, not what the host adds later: hide is not claimed.
+func (p *Provider) Capabilities() pysandboxes.Capability {
+	if p.host().err != nil {
+		return 0
+	}
+	return pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapFilesMeta |
+		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny |
+		pysandboxes.CapRawSockets | pysandboxes.CapSignals | pysandboxes.CapResourceLimits |
+		pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges |
+		pysandboxes.CapIdentity
+}
+
+// Details describes the provider on this host, for `pysandboxes probe`.
+func (p *Provider) Details() []string {
+	h := p.host()
+	if h.err != nil {
+		return []string{h.err.Error()}
+	}
+	return []string{
+		"QEMU: " + h.qemu,
+		fmt.Sprintf("guest kernel: %s (%s), uncompressed to %s; initramfs %s", h.kernel.Image, h.kernel.Version, h.vmlinux, h.initrd),
+		"accelerator: " + h.accel + " (" + h.accelWhy + ")",
+		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
+			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
+		"the program: in a pid, mount, IPC and UTS namespace of the guest, as the shares' owner with no capability " +
+			"(empty bounding set, SECBIT_NOROOT locked, no_new_privs), resource limits applied in the guest",
+		"network: none (the VM has no network device); net= rules are refused",
+	}
+}

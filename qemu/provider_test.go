@@ -1,0 +1,476 @@
+package qemu_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/qemu"
+)
+
+const python = "/usr/bin/python3"
+
+// The VM tests share one sandbox, kept warm by a program that waits for its
+// standard input to end (a sandbox keeps its VM while a program runs in it):
+// every test command runs in that one VM.
+var shared struct {
+	once   sync.Once
+	skip   string
+	err    error
+	sb     *pysandboxes.Sandbox
+	dir    string // the test's tree: ro/, rw/, secret/
+	keeper io.WriteCloser
+	done   chan error
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.keeper != nil {
+		shared.keeper.Close()
+		<-shared.done
+	}
+	if shared.dir != "" {
+		os.RemoveAll(shared.dir)
+	}
+	os.Exit(code)
+}
+
+// requireQEMU skips the test when the provider cannot run here.
+func requireQEMU(t *testing.T) {
+	t.Helper()
+	p, ok := pysandboxes.Lookup(qemu.Name)
+	if !ok {
+		t.Fatal("the qemu provider is not registered")
+	}
+	if err := p.Probe(context.Background()); err != nil {
+		t.Skipf("the qemu provider cannot run here: %v", err)
+	}
+	if _, err := os.Stat(python); err != nil {
+		t.Skipf("%s is missing", python)
+	}
+}
+
+// writePolicy writes a policy file in dir and loads it.
+func writePolicy(t *testing.T, dir string, lines ...string) (pysandboxes.Policy, string) {
+	t.Helper()
+	path := filepath.Join(dir, ".py-sandboxes")
+	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(context.Background(), path, nil)
+	if err != nil {
+		t.Fatalf("loading the policy: %v", err)
+	}
+	return pol, path
+}
+
+func sandbox(t *testing.T) (*pysandboxes.Sandbox, string) {
+	t.Helper()
+	requireQEMU(t)
+	shared.once.Do(func() {
+		dir, err := os.MkdirTemp("", "pysb-qemu-test-")
+		if err != nil {
+			shared.err = err
+			return
+		}
+		dir, _ = filepath.EvalSymlinks(dir)
+		shared.dir = dir
+		for _, d := range []string{"ro", "rw", "secret"} {
+			os.Mkdir(filepath.Join(dir, d), 0o755)
+		}
+		os.WriteFile(filepath.Join(dir, "ro", "data.txt"), []byte("shared data"), 0o644)
+		os.WriteFile(filepath.Join(dir, "ro", ".env"), []byte("TOKEN=hunter2"), 0o644)
+		os.WriteFile(filepath.Join(dir, "secret", "key"), []byte("not shared"), 0o644)
+		path := filepath.Join(dir, ".py-sandboxes")
+		os.WriteFile(path, []byte(fmt.Sprintf("env=FOO=bar\nexpose-ro=%s/ro\nexpose-rw=%s/rw\nignore=.env\neval-syntax=arith\n", dir, dir)), 0o644)
+		pol, err := policy.Load(context.Background(), path, nil)
+		if err != nil {
+			shared.err = err
+			return
+		}
+		// ignore= is honoured for what the exposed directories hold when the VM
+		// starts, not for what the host adds later: hide is accepted as not
+		// enforced (TestIgnoreNeedsAcceptance).
+		sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
+		if err != nil {
+			shared.err = err
+			return
+		}
+		shared.sb = sb
+		keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
+		w, err := keeper.StdinPipe()
+		if err != nil {
+			shared.err = err
+			return
+		}
+		if err := keeper.Start(); err != nil {
+			shared.err = fmt.Errorf("starting the VM: %w", err)
+			return
+		}
+		shared.keeper = w
+		shared.done = make(chan error, 1)
+		go func() { shared.done <- keeper.Wait() }()
+	})
+	if shared.err != nil {
+		t.Fatal(shared.err)
+	}
+	return shared.sb, shared.dir
+}
+
+// py runs code in the shared VM and returns its output and error.
+func py(t *testing.T, ctx context.Context, stdin string, code string) (string, string, error) {
+	t.Helper()
+	sb, dir := sandbox(t)
+	cmd := sb.Command(ctx, python, "-c", code)
+	cmd.Dir = filepath.Join(dir, "rw")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != "" {
+		cmd.Stdin = strings.NewReader(stdin)
+	}
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func TestStdioEnvAndStatus(t *testing.T) {
+	out, errOut, err := py(t, context.Background(), "from the host\n", `
+import os, sys
+print(sorted(os.environ.items()))
+print(sys.stdin.read().strip())
+print(os.getcwd())
+sys.stderr.write("to stderr\n")
+sys.exit(3)`)
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+		t.Fatalf("want exit status 3, got %v (stderr %q)", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("output: %q", out)
+	}
+	if lines[0] != "[('FOO', 'bar')]" {
+		t.Errorf("the environment is not exactly the policy's: %s", lines[0])
+	}
+	if lines[1] != "from the host" {
+		t.Errorf("stdin not relayed: %q", lines[1])
+	}
+	if lines[2] != filepath.Join(shared.dir, "rw") {
+		t.Errorf("working directory %q", lines[2])
+	}
+	if errOut != "to stderr\n" {
+		t.Errorf("stderr %q", errOut)
+	}
+}
+
+func TestFiles(t *testing.T) {
+	_, dir := sandbox(t)
+	code := fmt.Sprintf(`
+import errno, os
+def try_(what, f):
+    try:
+        f()
+        print(what, "ok")
+    except OSError as e:
+        print(what, errno.errorcode[e.errno])
+try_("read-ro", lambda: open(%[1]q + "/ro/data.txt").read())
+try_("write-ro", lambda: open(%[1]q + "/ro/new.txt", "w"))
+try_("chmod-ro", lambda: os.chmod(%[1]q + "/ro/data.txt", 0o777))
+try_("write-rw", lambda: open(%[1]q + "/rw/out.txt", "w").write("from the guest"))
+try_("setuid-rw", lambda: (open(%[1]q + "/rw/suid", "w").close(), os.chmod(%[1]q + "/rw/suid", 0o6755)))
+try_("ignored", lambda: open(%[1]q + "/ro/.env").read())
+try_("outside", lambda: os.stat(%[1]q + "/secret/key"))
+try_("list-parent", lambda: os.listdir(%[1]q))
+try_("host-home", lambda: os.listdir("/root"))
+try_("host-work", lambda: os.stat("/work"))
+try_("write-usr", lambda: open("/usr/bin/evil", "w"))
+try_("write-root", lambda: open("/evil", "w"))
+`, dir)
+	out, errOut, err := py(t, context.Background(), "", code)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	want := map[string]string{
+		"read-ro": "ok", "write-ro": "EROFS", "chmod-ro": "EROFS", "write-rw": "ok", "ignored": "ENOENT|EACCES",
+		"outside": "ENOENT", "list-parent": "ok", "host-home": "ENOENT", "host-work": "ENOENT", "write-usr": "EROFS",
+		"write-root": "EROFS", "setuid-rw": "ok",
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = v
+	}
+	for k, w := range want {
+		if !strings.Contains("|"+w+"|", "|"+got[k]+"|") {
+			t.Errorf("%s: got %q, want %s", k, got[k], w)
+		}
+	}
+	// The guest's chmod reaches no host inode: no setuid file appears on the
+	// host (root in the guest must not reach the host).
+	if st, err := os.Stat(filepath.Join(dir, "rw", "suid")); err != nil {
+		t.Errorf("the guest's file on the host: %v", err)
+	} else if st.Mode()&(os.ModeSetuid|os.ModeSetgid) != 0 {
+		t.Errorf("the guest made a set-id file on the host: %v", st.Mode())
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "rw", "out.txt"))
+	if err != nil || string(b) != "from the guest" {
+		t.Errorf("the rw share's file on the host: %q, %v", b, err)
+	}
+}
+
+// TestNoPrivileges: the program runs as root of the guest with no capability
+// at all, and cannot get one back.
+func TestNoPrivileges(t *testing.T) {
+	out, errOut, err := py(t, context.Background(), "", `
+import ctypes, errno, os
+caps = {l.split(":")[0]: l.split()[1] for l in open("/proc/self/status") if l.startswith("Cap")}
+print(caps["CapEff"], caps["CapPrm"], caps["CapBnd"], caps["CapAmb"])
+print([l.split()[1] for l in open("/proc/self/status") if l.startswith("NoNewPrivs")][0])
+libc = ctypes.CDLL(None, use_errno=True)
+r = libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)
+print(r, errno.errorcode.get(ctypes.get_errno()))
+print(sorted(os.listdir("/proc"))[:0], len([p for p in os.listdir("/proc") if p.isdigit()]))
+`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("output %q", out)
+	}
+	if lines[0] != "0000000000000000 0000000000000000 0000000000000000 0000000000000000" {
+		t.Errorf("capabilities (eff prm bnd amb): %s", lines[0])
+	}
+	if lines[1] != "1" {
+		t.Errorf("no_new_privs: %s", lines[1])
+	}
+	if lines[2] != "-1 EPERM" {
+		t.Errorf("mount: %s, want -1 EPERM", lines[2])
+	}
+	// pid namespace: stage 2 (pid 1) and the program.
+	if lines[3] != "[] 2" {
+		t.Errorf("processes seen: %s", lines[3])
+	}
+}
+
+// TestNoNetwork: without net= rules the VM has no network device.
+func TestNoNetwork(t *testing.T) {
+	out, errOut, err := py(t, context.Background(), "", `
+import errno, socket
+print([n for _, n in socket.if_nameindex()])
+for addr in [("10.0.2.2", 80), ("1.1.1.1", 53)]:
+    s = socket.socket()
+    s.settimeout(5)
+    try:
+        s.connect(addr)
+        print("connected")
+    except OSError as e:
+        print(errno.errorcode.get(e.errno, e))
+`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 3 || strings.Contains(lines[0], "eth") || strings.Contains(lines[0], "en") {
+		t.Fatalf("interfaces / connects: %q", out)
+	}
+	for _, l := range lines[1:] {
+		if l != "ENETUNREACH" {
+			t.Errorf("connect: %s, want ENETUNREACH", l)
+		}
+	}
+}
+
+// TestTimeoutKills: the context's end kills the program in the guest, and
+// the VM goes on serving the sandbox.
+func TestTimeoutKills(t *testing.T) {
+	sandbox(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, errOut, err := py(t, ctx, "", "import time; print('started', flush=True); time.sleep(600)")
+	if err == nil {
+		t.Fatalf("a program past its deadline ended well (stderr %q)", errOut)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		var ee *pysandboxes.ExitError
+		if !errors.As(err, &ee) {
+			t.Fatalf("want the deadline or a kill, got %v", err)
+		}
+	}
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("the kill took %s", d)
+	}
+	out, _, err := py(t, context.Background(), "", "print('still here')")
+	if err != nil || out != "still here\n" {
+		t.Fatalf("the VM after a kill: %q, %v", out, err)
+	}
+}
+
+// TestParamsChecked: qemu.* parameters are checked against the provider's
+// table; a bad one is refused, naming its rule and file(line).
+func TestParamsChecked(t *testing.T) {
+	requireQEMU(t)
+	for _, tc := range []struct{ line, want string }{
+		{"qemu.memory=12M", "qemu.memory: 12 MiB is outside 64M..64G"},
+		{"qemu.memory=lots", `qemu.memory: "lots" is not a size`},
+		{"qemu.cpus=99", `qemu.cpus: "99" is not a number from 1 to 16`},
+		{"qemu.snapshot=maybe", `qemu.snapshot: "maybe" is not on or off`},
+		{"qemu.disk=1G", "unknown parameter qemu.disk"},
+	} {
+		dir := t.TempDir()
+		pol, path := writePolicy(t, dir, "env=A=1", tc.line)
+		_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+		if err == nil {
+			t.Errorf("%s: accepted", tc.line)
+			continue
+		}
+		for _, w := range []string{path + "(2)", tc.line, tc.want} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: the error %q does not say %q", tc.line, err, w)
+			}
+		}
+	}
+	// Good ones pass.
+	pol, _ := writePolicy(t, t.TempDir(), "qemu.memory=1G", "qemu.cpus=2", "qemu.kvm=off", "qemu.start-timeout=90s")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+	if err != nil {
+		t.Fatalf("good parameters refused: %v", err)
+	}
+	sb.Close()
+}
+
+// TestNetRulesRefused: a net= rule cannot be enforced outside the guest yet:
+// the provider refuses it, naming the rule (never a VM with more network
+// than the policy grants).
+func TestNetRulesRefused(t *testing.T) {
+	requireQEMU(t)
+	for _, rule := range []string{"net=ALLOW|tcp|127.0.0.1|8080|OUT", "net=ALLOW|tcp|*|443|OUT"} {
+		pol, path := writePolicy(t, t.TempDir(), rule)
+		_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+		if err == nil {
+			t.Fatalf("%s: accepted", rule)
+		}
+		if !strings.Contains(err.Error(), path+"(1)") {
+			t.Errorf("%s: the error does not name the rule's place: %v", rule, err)
+		}
+	}
+}
+
+// TestIgnoreNeedsAcceptance: the provider does not claim hide (files the
+// host adds later under an ignored name would show), so a policy with
+// ignore= is refused unless the caller accepts it.
+func TestIgnoreNeedsAcceptance(t *testing.T) {
+	requireQEMU(t)
+	dir := t.TempDir()
+	pol, path := writePolicy(t, dir, "expose-ro="+dir, "ignore=.env")
+	_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+	var ue *pysandboxes.UnenforcedError
+	if !errors.As(err, &ue) {
+		t.Fatalf("want an UnenforcedError, got %v", err)
+	}
+	if !strings.Contains(err.Error(), path+"(2)") {
+		t.Errorf("the error does not name the ignore= rule: %v", err)
+	}
+}
+
+// TestPython: Sandbox.Python runs the interpreter in the VM under the Python
+// layer too: an import the policy does not grant is refused by the guard,
+// naming the rule to add.
+func TestPython(t *testing.T) {
+	sb, dir := sandbox(t)
+	cmd := sb.Python(context.Background(), "-c", "print(6 * 7, flush=True)\nimport os")
+	cmd.Dir = filepath.Join(dir, "rw")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 {
+		t.Fatalf("want exit status 1, got %v: %s%s", err, out.String(), errb.String())
+	}
+	if out.String() != "42\n" {
+		t.Errorf("output %q", out.String())
+	}
+	for _, w := range []string{"RuleModuleNotFoundError", "python-import=os"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("the refusal does not say %q: %s", w, errb.String())
+		}
+	}
+}
+
+// TestCallAndEval: the worker of Call and the eval zygote run in the VM and
+// speak to the host over the relayed channel; each call is a round trip in
+// the running VM.
+func TestCallAndEval(t *testing.T) {
+	sb, _ := sandbox(t)
+	ctx := context.Background()
+	for i := range 3 {
+		v, err := sb.Call(ctx, "platform:release")
+		if err != nil {
+			t.Fatalf("Call %d: %v", i, err)
+		}
+		if s, _ := v.(string); s == "" || s == hostRelease(t) {
+			t.Errorf("Call %d: platform.release() = %v: not the guest's kernel", i, v)
+		}
+	}
+	for i := range 3 {
+		v, err := sb.Eval(ctx, "x * 2 + 1", map[string]any{"x": int64(20 + i)})
+		if err != nil {
+			t.Fatalf("Eval %d: %v", i, err)
+		}
+		if v != int64(41+2*i) {
+			t.Errorf("Eval %d: %v (%T)", i, v, v)
+		}
+	}
+}
+
+func hostRelease(t *testing.T) string {
+	b, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// TestSignalForwarded: a signal sent to the Cmd reaches the program in the
+// guest.
+func TestSignalForwarded(t *testing.T) {
+	sb, _ := sandbox(t)
+	cmd := sb.Command(context.Background(), python, "-c", `
+import signal, sys, time
+signal.signal(signal.SIGTERM, lambda s, f: (print("got", s, flush=True), sys.exit(7)))
+print("ready", flush=True)
+time.sleep(120)`)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
+		cmd.Terminate()
+		cmd.Wait()
+		t.Fatalf("the program did not start: %q, %v", buf, err)
+	}
+	if err := cmd.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("Signal: %v", err)
+	}
+	rest, _ := io.ReadAll(out)
+	err = cmd.Wait()
+	var ee *pysandboxes.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 7 || string(rest) != "got 15\n" {
+		t.Fatalf("after SIGTERM: %q, %v (want \"got 15\", exit status 7)", rest, err)
+	}
+}

@@ -1,0 +1,268 @@
+package qemu
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"syscall"
+
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+)
+
+// hostFD is one descriptor of a program, as the host relays it.
+type hostFD struct {
+	// Dir is wire.In, wire.Out or wire.Both; "" is the null device.
+	Dir string
+	// R is read and sent to the program (In, Both); W receives what it
+	// writes (Out, Both).
+	R io.Reader
+	W io.Writer
+	// CloseW runs when the program closes its end (after the last write to
+	// W); StopR stops a read of R in progress (both may be nil).
+	CloseW func()
+	StopR  func()
+}
+
+// hstream is the host's side of one relayed stream.
+type hstream struct {
+	v  *vm
+	id uint32
+	fd hostFD
+
+	mu      sync.Mutex
+	cond    *sync.Cond
+	queue   [][]byte
+	window  int64
+	stopped bool
+	// drained is closed once what the program wrote has been written to W
+	// (its EOF, or the stream's end).
+	drained chan struct{}
+	once    sync.Once
+}
+
+func (s *hstream) push(b []byte) {
+	s.mu.Lock()
+	s.queue = append(s.queue, b)
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+func (s *hstream) credit(n int64) {
+	s.mu.Lock()
+	s.window += n
+	s.mu.Unlock()
+	s.cond.Broadcast()
+}
+
+// abort stops the stream (the VM is gone).
+func (s *hstream) abort() {
+	s.mu.Lock()
+	s.stopped = true
+	s.mu.Unlock()
+	s.cond.Broadcast()
+	if s.fd.StopR != nil {
+		s.fd.StopR()
+	}
+}
+
+func (s *hstream) finish() {
+	s.once.Do(func() {
+		if s.fd.CloseW != nil {
+			s.fd.CloseW()
+		}
+		close(s.drained)
+	})
+}
+
+// toHost writes what the program sends to W.
+func (s *hstream) toHost() {
+	defer s.finish()
+	broken := false
+	for {
+		s.mu.Lock()
+		for len(s.queue) == 0 && !s.stopped {
+			s.cond.Wait()
+		}
+		if len(s.queue) == 0 {
+			s.mu.Unlock()
+			return
+		}
+		b := s.queue[0]
+		s.queue = s.queue[1:]
+		s.mu.Unlock()
+		if b == nil {
+			return
+		}
+		if !broken {
+			if _, err := s.fd.W.Write(b); err != nil {
+				broken = true // keep crediting: the program must not block on a reader that left
+			}
+		}
+		s.v.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
+	}
+}
+
+// toGuest sends what R gives to the program.
+func (s *hstream) toGuest() {
+	buf := make([]byte, wire.ChunkSize)
+	for {
+		s.mu.Lock()
+		for s.window <= 0 && !s.stopped {
+			s.cond.Wait()
+		}
+		n := int(min(s.window, int64(len(buf))))
+		stopped := s.stopped
+		s.mu.Unlock()
+		if stopped {
+			return
+		}
+		k, err := s.fd.R.Read(buf[:n])
+		if k > 0 {
+			s.mu.Lock()
+			s.window -= int64(k)
+			stopped := s.stopped
+			s.mu.Unlock()
+			if stopped || s.v.w.Write(wire.Data, s.id, buf[:k]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			s.mu.Lock()
+			stopped := s.stopped
+			s.mu.Unlock()
+			if !stopped {
+				s.v.w.Write(wire.EOF, s.id, nil)
+			}
+			return
+		}
+	}
+}
+
+// hproc is the host's side of one program of a VM.
+type hproc struct {
+	id      uint32
+	streams []*hstream
+	startCh chan struct{}
+	exitCh  chan struct{}
+	pid     int
+	status  syscall.WaitStatus
+	msg     string
+	lostErr error
+	once    sync.Once
+}
+
+func (p *hproc) started(pid int) {
+	p.pid = pid
+	select {
+	case <-p.startCh:
+	default:
+		close(p.startCh)
+	}
+}
+
+func (p *hproc) exited(st syscall.WaitStatus, msg string) {
+	p.once.Do(func() {
+		p.status, p.msg = st, msg
+		for _, s := range p.streams {
+			if s.fd.Dir == wire.In || s.fd.Dir == wire.Both {
+				s.abort()
+			}
+		}
+		select {
+		case <-p.startCh:
+		default:
+			close(p.startCh)
+		}
+		close(p.exitCh)
+	})
+}
+
+// lost reports a program whose VM is gone: killed.
+func (p *hproc) lost(v *vm) {
+	for _, s := range p.streams {
+		s.abort()
+	}
+	p.lostErr = fmt.Errorf("%w: %w", ErrVMEnded, v.why())
+	p.exited(syscall.WaitStatus(syscall.SIGKILL), "")
+}
+
+// ErrVMEnded reports a program whose VM ended before it did (QEMU died or
+// the guest stopped answering).
+var ErrVMEnded = errors.New("qemu: the VM ended")
+
+// spawn starts a program in the VM: m without its descriptors, fds the
+// host's side of them (0, 1, 2, 3...).
+func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD) (*hproc, error) {
+	v.mu.Lock()
+	select {
+	case <-v.dead:
+		v.mu.Unlock()
+		return nil, v.why()
+	default:
+	}
+	if v.readErr != nil {
+		v.mu.Unlock()
+		return nil, v.why()
+	}
+	p := &hproc{id: v.nextID, startCh: make(chan struct{}), exitCh: make(chan struct{})}
+	v.nextID++
+	m.FDs = nil
+	for _, fd := range fds {
+		if fd.Dir == "" {
+			m.FDs = append(m.FDs, wire.FD{})
+			continue
+		}
+		s := &hstream{v: v, id: v.nextID, fd: fd, window: wire.Window, drained: make(chan struct{})}
+		v.nextID++
+		s.cond = sync.NewCond(&s.mu)
+		v.streams[s.id] = s
+		p.streams = append(p.streams, s)
+		m.FDs = append(m.FDs, wire.FD{Stream: s.id, Dir: fd.Dir})
+	}
+	v.procs[p.id] = p
+	v.mu.Unlock()
+	b, err := json.Marshal(m)
+	if err == nil && len(b) > wire.MaxPayload {
+		err = fmt.Errorf("the program's arguments and environment take %d bytes (at most %d)", len(b), wire.MaxPayload)
+	}
+	if err == nil {
+		err = v.w.Write(wire.Spawn, p.id, b)
+	}
+	if err != nil {
+		v.forget(p)
+		return nil, fmt.Errorf("qemu: %w", err)
+	}
+	for _, s := range p.streams {
+		switch s.fd.Dir {
+		case wire.In:
+			close(s.drained)
+			go s.toGuest()
+		case wire.Out:
+			go s.toHost()
+		case wire.Both:
+			go s.toGuest()
+			go s.toHost()
+		}
+	}
+	return p, nil
+}
+
+// forget drops a program's streams.
+func (v *vm) forget(p *hproc) {
+	v.mu.Lock()
+	delete(v.procs, p.id)
+	for _, s := range p.streams {
+		delete(v.streams, s.id)
+	}
+	v.mu.Unlock()
+	for _, s := range p.streams {
+		s.abort()
+	}
+}
+
+// signal delivers sig to the program.
+func (v *vm) signal(p *hproc, sig syscall.Signal) error {
+	return v.w.Write(wire.Signal, p.id, []byte{byte(sig)})
+}

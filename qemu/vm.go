@@ -1,0 +1,487 @@
+package qemu
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+)
+
+// slots is the number of 9p shares every guest has (the unused ones share an
+// empty directory): a fixed set, so that one saved VM state serves every
+// policy (the paths of the shares are the host's, not the guest's state).
+const slots = 12
+
+// machine is what makes two VMs the same machine: what a saved state is
+// keyed on (with the files' identities).
+type machine struct {
+	QEMU    string `json:"qemu"`
+	Kernel  string `json:"kernel"`
+	Initrd  string `json:"initrd"`
+	Memory  int    `json:"mem"` // MiB
+	CPUs    int    `json:"cpus"`
+	Accel   string `json:"accel"`
+	Net     bool   `json:"net"`
+	Cmdline string `json:"append"`
+}
+
+// bootArgs is the guest kernel's command line.
+const bootArgs = "console=ttyS0 quiet loglevel=1 panic=-1 rodata=off nokaslr mitigations=off acpi=off " +
+	"8250.nr_uarts=1 random.trust_cpu=on tsc=reliable no_timer_check noapic nolapic_timer " +
+	"initcall_blacklist=ata_init,serio_init,i8042_init,usb_init,pcspkr_platform_driver_init"
+
+// share is one 9p share of a VM.
+type share struct {
+	Path     string
+	ReadOnly bool
+}
+
+// fixed file descriptors of QEMU (ExtraFiles from 3).
+const (
+	fdCtl     = 3
+	fdMon     = 4
+	fdConsole = 5
+	fdState   = 6
+)
+
+// args returns QEMU's arguments.
+func (m *machine) args(shares []share, empty string, incoming bool, netdev string) []string {
+	a := []string{"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
+		"-machine", "pc,accel=" + m.Accel, "-cpu", "max", "-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.Memory),
+		"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", m.Cmdline,
+		"-chardev", fmt.Sprintf("socket,id=con,fd=%d", fdConsole), "-serial", "chardev:con",
+		"-chardev", fmt.Sprintf("socket,id=mon,fd=%d", fdMon), "-mon", "chardev=mon,mode=control",
+		"-device", "virtio-serial-pci,id=vs,max_ports=2",
+		"-chardev", fmt.Sprintf("socket,id=ctl,fd=%d", fdCtl), "-device", "virtserialport,bus=vs.0,chardev=ctl,name=pysb.ctl",
+	}
+	for i := range slots {
+		s := share{Path: empty, ReadOnly: true}
+		if i < len(shares) {
+			s = shares[i]
+		}
+		// A writable share keeps the guest's owners and modes in extended
+		// attributes (mapped-xattr): what the guest creates is a plain file of
+		// QEMU's user on the host (mode 0600/0700), and a mode the guest sets
+		// (a setuid bit included) never reaches the host's inode.
+		ro, model := "on", "none"
+		if !s.ReadOnly {
+			ro, model = "off", "mapped-xattr"
+		}
+		a = append(a, "-fsdev", fmt.Sprintf("local,id=fs%d,path=%s,security_model=%s,readonly=%s", i, escapeOpt(s.Path), model, ro),
+			"-device", fmt.Sprintf("virtio-9p-pci,fsdev=fs%d,mount_tag=s%d", i, i))
+	}
+	if m.Net {
+		a = append(a, "-netdev", netdev, "-device", "virtio-net-pci,netdev=n0,romfile=")
+	}
+	if incoming {
+		a = append(a, "-incoming", fmt.Sprintf("fd:%d", fdState))
+	}
+	return a
+}
+
+// escapeOpt escapes commas for QEMU's option syntax.
+func escapeOpt(s string) string { return strings.ReplaceAll(s, ",", ",,") }
+
+// vm is one running QEMU and the host's side of its channel.
+type vm struct {
+	cmd  *exec.Cmd
+	ctl  *os.File
+	mon  *qmp
+	w    *wire.Writer
+	cons *ring
+
+	mu      sync.Mutex
+	streams map[uint32]*hstream
+	procs   map[uint32]*hproc
+	nextID  uint32
+	pong    chan []byte
+	ready   chan string
+	hello   chan byte
+	dead    chan struct{} // QEMU exited
+	deadErr error
+	readErr error
+}
+
+// startVM starts QEMU with args; state, when not nil, is the saved state to
+// restore.
+func startVM(qemuBin string, args []string, state *os.File, extra []*os.File) (*vm, error) {
+	pair := func() (*os.File, *os.File, error) {
+		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		return os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "qemu"), nil
+	}
+	var closers []*os.File
+	closeAll := func() {
+		for _, f := range closers {
+			f.Close()
+		}
+	}
+	ctl, ctlQ, err := pair()
+	if err != nil {
+		return nil, err
+	}
+	mon, monQ, err := pair()
+	if err != nil {
+		ctl.Close()
+		ctlQ.Close()
+		return nil, err
+	}
+	con, conQ, err := pair()
+	if err != nil {
+		ctl.Close()
+		ctlQ.Close()
+		mon.Close()
+		monQ.Close()
+		return nil, err
+	}
+	closers = append(closers, ctlQ, monQ, conQ)
+	files := []*os.File{ctlQ, monQ, conQ}
+	if state != nil {
+		files = append(files, state)
+	}
+	files = append(files, extra...)
+	cmd := exec.Command(qemuBin, args...)
+	cmd.Args[0] = "qemu-system-x86_64"
+	cmd.ExtraFiles = files
+	cmd.Env = []string{"TMPDIR=/nonexistent"}
+	cmd.Dir = "/"
+	errBuf := &ring{max: 16 << 10}
+	cmd.Stdout, cmd.Stderr = errBuf, errBuf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		closeAll()
+		ctl.Close()
+		mon.Close()
+		con.Close()
+		return nil, fmt.Errorf("qemu: starting %s: %w", qemuBin, err)
+	}
+	closeAll()
+	v := &vm{cmd: cmd, ctl: ctl, w: wire.NewWriter(ctl), cons: &ring{max: 32 << 10},
+		streams: map[uint32]*hstream{}, procs: map[uint32]*hproc{}, nextID: 1,
+		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{})}
+	v.mon = newQMP(mon)
+	go func() {
+		io.Copy(v.cons, con)
+		con.Close()
+	}()
+	go func() {
+		err := cmd.Wait()
+		v.mu.Lock()
+		v.deadErr = fmt.Errorf("qemu exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+		v.mu.Unlock()
+		close(v.dead)
+		v.ctl.Close()
+		v.mon.close()
+	}()
+	go v.read()
+	return v, nil
+}
+
+// kill ends QEMU.
+func (v *vm) kill() {
+	if v.cmd.Process != nil {
+		syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
+		v.cmd.Process.Kill()
+	}
+}
+
+// wait waits for QEMU's end.
+func (v *vm) wait() { <-v.dead }
+
+// why describes the VM's end, with the tail of its console.
+func (v *vm) why() error {
+	v.mu.Lock()
+	err := v.deadErr
+	if err == nil {
+		err = v.readErr
+	}
+	v.mu.Unlock()
+	if err == nil {
+		err = errors.New("the VM stopped answering")
+	}
+	if c := strings.TrimSpace(v.cons.String()); c != "" {
+		if len(c) > 2000 {
+			c = "..." + c[len(c)-2000:]
+		}
+		err = fmt.Errorf("%w; guest console: %s", err, c)
+	}
+	return err
+}
+
+// read dispatches the guest's frames.
+func (v *vm) read() {
+	r := wire.NewReader(v.ctl)
+	for {
+		f, err := r.Read()
+		if err != nil {
+			v.mu.Lock()
+			v.readErr = fmt.Errorf("the guest's channel: %w", err)
+			procs := v.procs
+			v.procs = map[uint32]*hproc{}
+			streams := v.streams
+			v.streams = map[uint32]*hstream{}
+			v.mu.Unlock()
+			for _, s := range streams {
+				s.abort()
+			}
+			for _, p := range procs {
+				p.lost(v)
+			}
+			return
+		}
+		switch f.Type {
+		case wire.Hello:
+			select {
+			case v.hello <- firstByte(f.Payload):
+			default:
+			}
+		case wire.Ready:
+			select {
+			case v.ready <- string(f.Payload):
+			default:
+			}
+		case wire.Pong:
+			select {
+			case v.pong <- f.Payload:
+			default:
+			}
+		case wire.Fatal:
+			v.cons.Write([]byte("\nguest init: " + string(f.Payload) + "\n"))
+		case wire.Started:
+			if p := v.proc(f.ID); p != nil {
+				pid, _ := wire.ParseU32(f.Payload)
+				p.started(int(pid))
+			}
+		case wire.Exit:
+			v.mu.Lock()
+			p := v.procs[f.ID]
+			delete(v.procs, f.ID)
+			v.mu.Unlock()
+			if p != nil {
+				st, _ := wire.ParseU32(f.Payload)
+				msg := ""
+				if len(f.Payload) > 4 {
+					msg = string(f.Payload[4:])
+				}
+				p.exited(syscall.WaitStatus(st), msg)
+			}
+		case wire.Data:
+			if s := v.stream(f.ID); s != nil {
+				s.push(f.Payload)
+			}
+		case wire.EOF:
+			if s := v.stream(f.ID); s != nil {
+				s.push(nil)
+			}
+		case wire.Credit:
+			if s := v.stream(f.ID); s != nil {
+				n, _ := wire.ParseU32(f.Payload)
+				s.credit(int64(n))
+			}
+		}
+	}
+}
+
+func firstByte(b []byte) byte {
+	if len(b) == 0 {
+		return 0
+	}
+	return b[0]
+}
+
+func (v *vm) stream(id uint32) *hstream {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.streams[id]
+}
+
+func (v *vm) proc(id uint32) *hproc {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.procs[id]
+}
+
+// waitHello waits for the guest's hello.
+func (v *vm) waitHello(ctx context.Context) error {
+	select {
+	case b := <-v.hello:
+		if b != wire.Version {
+			return fmt.Errorf("qemu: the guest speaks protocol %d, the host %d", b, wire.Version)
+		}
+		return nil
+	case <-v.dead:
+		return v.why()
+	case <-ctx.Done():
+		return fmt.Errorf("qemu: waiting for the guest to boot: %w (%v)", ctx.Err(), v.why())
+	}
+}
+
+// handshake makes sure the channel carries frames (the first bytes sent to a
+// restored guest may be lost): pings until a pong comes back.
+func (v *vm) handshake(ctx context.Context) error {
+	t := time.NewTicker(40 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if err := v.w.Write(wire.Ping, 0, []byte("sync")); err != nil {
+			return fmt.Errorf("qemu: the guest's channel: %w", err)
+		}
+		select {
+		case <-v.pong:
+			return nil
+		case <-t.C:
+		case <-v.dead:
+			return v.why()
+		case <-ctx.Done():
+			return fmt.Errorf("qemu: waiting for the restored guest: %w (%v)", ctx.Err(), v.why())
+		}
+	}
+}
+
+// setup sends the guest its configuration and waits for it to be applied.
+func (v *vm) setup(ctx context.Context, m *wire.SetupMsg) error {
+	b, err := json.Marshal(m)
+	if err != nil {
+		return err
+	}
+	if err := v.w.Write(wire.Setup, 0, b); err != nil {
+		return fmt.Errorf("qemu: the guest's channel: %w", err)
+	}
+	select {
+	case msg := <-v.ready:
+		if msg != "" {
+			return fmt.Errorf("qemu: setting the guest up: %s", msg)
+		}
+		return nil
+	case <-v.dead:
+		return v.why()
+	case <-ctx.Done():
+		return fmt.Errorf("qemu: setting the guest up: %w", ctx.Err())
+	}
+}
+
+// ring keeps the last max bytes written to it.
+type ring struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (r *ring) Write(p []byte) (int, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.b = append(r.b, p...)
+	if len(r.b) > r.max {
+		r.b = append([]byte(nil), r.b[len(r.b)-r.max:]...)
+	}
+	return len(p), nil
+}
+
+func (r *ring) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return string(r.b)
+}
+
+// qmp is a client of QEMU's monitor protocol.
+type qmp struct {
+	f  *os.File
+	r  *bufio.Reader
+	mu sync.Mutex
+	ok bool
+}
+
+func newQMP(f *os.File) *qmp { return &qmp{f: f, r: bufio.NewReader(f)} }
+
+func (q *qmp) close() { q.f.Close() }
+
+// do runs a command and returns its "return" value.
+func (q *qmp) do(cmd string, args any) (json.RawMessage, error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.greet(); err != nil {
+		return nil, err
+	}
+	return q.call(cmd, args)
+}
+
+// sendFD gives QEMU the descriptor of f under name (QMP's getfd, the
+// descriptor riding along the command).
+func (q *qmp) sendFD(name string, f *os.File) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.greet(); err != nil {
+		return err
+	}
+	b, _ := json.Marshal(map[string]any{"execute": "getfd", "arguments": map[string]string{"fdname": name}})
+	rights := syscall.UnixRights(int(f.Fd()))
+	if err := syscall.Sendmsg(int(q.f.Fd()), append(b, '\n'), rights, nil, 0); err != nil {
+		return fmt.Errorf("qmp getfd: %w", err)
+	}
+	_, err := q.reply("getfd")
+	return err
+}
+
+// greet reads the greeting and enters command mode, once.
+func (q *qmp) greet() error {
+	if !q.ok {
+		if _, err := q.r.ReadBytes('\n'); err != nil { // the greeting
+			return fmt.Errorf("qmp: %w", err)
+		}
+		q.ok = true
+		if _, err := q.call("qmp_capabilities", nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (q *qmp) call(cmd string, args any) (json.RawMessage, error) {
+	m := map[string]any{"execute": cmd}
+	if args != nil {
+		m["arguments"] = args
+	}
+	b, _ := json.Marshal(m)
+	if _, err := q.f.Write(append(b, '\n')); err != nil {
+		return nil, fmt.Errorf("qmp %s: %w", cmd, err)
+	}
+	return q.reply(cmd)
+}
+
+// reply reads the answer to cmd (skipping events).
+func (q *qmp) reply(cmd string) (json.RawMessage, error) {
+	for {
+		line, err := q.r.ReadBytes('\n')
+		if err != nil {
+			return nil, fmt.Errorf("qmp %s: %w", cmd, err)
+		}
+		var resp struct {
+			Return json.RawMessage `json:"return"`
+			Error  *struct {
+				Class string `json:"class"`
+				Desc  string `json:"desc"`
+			} `json:"error"`
+		}
+		if json.Unmarshal(line, &resp) != nil {
+			continue
+		}
+		if resp.Error != nil {
+			return nil, fmt.Errorf("qmp %s: %s", cmd, resp.Error.Desc)
+		}
+		if resp.Return != nil {
+			return resp.Return, nil
+		}
+	}
+}
