@@ -6,6 +6,7 @@
 //
 //	python-sb [python options] [--RULE=VALUE ...] [--learn[=FILE]] [--pysandboxes-config=FILE]
 //	          (-c cmd | -m mod | script | -) [args]
+//	python-sb --pysandboxes-version
 //
 // The rule file is --pysandboxes-config, else the .py-sandboxes next to the script,
 // inside the -m module's package, or in the current directory. When it does not
@@ -31,6 +32,7 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	_ "github.com/pysandboxes/pysandboxes/firejail"
+	"github.com/pysandboxes/pysandboxes/internal/buildinfo"
 	"github.com/pysandboxes/pysandboxes/internal/pysb"
 	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -61,6 +63,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	if inv.Help {
 		fmt.Fprint(stdout, pysb.Usage())
+		return 0
+	}
+	if inv.SandboxVersion {
+		fmt.Fprintln(stdout, buildinfo.Line("python-sb (pysandboxes)"))
 		return 0
 	}
 	level := slog.LevelWarn

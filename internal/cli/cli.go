@@ -15,8 +15,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 	"strings"
+
+	"github.com/pysandboxes/pysandboxes/internal/buildinfo"
 )
 
 // Exit codes of pysandboxes itself.
@@ -142,7 +143,6 @@ func version(args []string, env *Env) int {
 	case len(p.operands) > 0:
 		return usageFailure(env, c, usagef("unexpected argument %q", p.operands[0]))
 	}
-	bi, ok := debug.ReadBuildInfo()
-	fmt.Fprintln(env.Stdout, versionLine(bi, ok))
+	fmt.Fprintln(env.Stdout, buildinfo.Line("pysandboxes"))
 	return ExitOK
 }

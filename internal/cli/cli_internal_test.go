@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -69,25 +68,6 @@ func TestWrap(t *testing.T) {
 		if len(l) > 40 {
 			t.Errorf("line of %d", len(l))
 		}
-	}
-}
-
-func TestVersionLine(t *testing.T) {
-	bi := &debug.BuildInfo{GoVersion: "go1.26.8", Main: debug.Module{Version: "(devel)"}, Settings: []debug.BuildSetting{
-		{Key: "vcs.revision", Value: "539b7b6525630cfc5ad627a8a2043c8ad70e9fbb"},
-		{Key: "vcs.time", Value: "2026-12-01T12:35:35Z"},
-		{Key: "vcs.modified", Value: "true"},
-	}}
-	got := versionLine(bi, true)
-	if !strings.HasPrefix(got, "pysandboxes (devel), commit 539b7b6525630cfc5ad627a8a2043c8ad70e9fbb (2026-12-01T12:35:35Z, modified), go1.26.8 ") {
-		t.Errorf("versionLine = %q", got)
-	}
-	bi.Main.Version, bi.Settings = "v1.2.0", bi.Settings[:1]
-	if got := versionLine(bi, true); !strings.HasPrefix(got, "pysandboxes v1.2.0, commit 539b7b6525630cfc5ad627a8a2043c8ad70e9fbb, go1.26.8") {
-		t.Errorf("versionLine = %q", got)
-	}
-	if got := versionLine(nil, false); !strings.Contains(got, "(devel), commit unknown") {
-		t.Errorf("versionLine without build info = %q", got)
 	}
 }
 

@@ -89,6 +89,9 @@ type Invocation struct {
 	// Help reports python-sb's own help (-h, -?, --help): print Usage() and exit
 	// with status 0. Mode is then Info.
 	Help bool
+	// SandboxVersion reports --pysandboxes-version: print the version of
+	// pysandboxes (not Python's) and exit with status 0. Mode is then Info.
+	SandboxVersion bool
 }
 
 // UsageError is a command line that python-sb refuses. Print it (with a final
@@ -190,10 +193,11 @@ func takesValue(flag string) bool {
 }
 
 const (
-	checkHash    = "--check-hash-based-pycs"
-	configOption = "pysandboxes-config"
-	learnOption  = "learn"
-	shortNoValue = "bBdEiIOPqRsStuvtx" // CPython's short options without value (CPython ignores -t)
+	checkHash     = "--check-hash-based-pycs"
+	configOption  = "pysandboxes-config"
+	versionOption = "pysandboxes-version"
+	learnOption   = "learn"
+	shortNoValue  = "bBdEiIOPqRsStuvtx" // CPython's short options without value (CPython ignores -t)
 )
 
 // parser holds the state of CPython's getopt: the index of the next argument and
@@ -405,6 +409,12 @@ func (p *parser) long(a string) (done bool, err error) {
 		}
 		inv.PythonFlags = append(inv.PythonFlags, a)
 		inv.Mode = Info
+		return true, nil
+	case name == versionOption:
+		if hasValue {
+			return false, usageErr("unknown option " + a)
+		}
+		inv.Mode, inv.SandboxVersion = Info, true
 		return true, nil
 	case name == configOption:
 		if !hasValue {

@@ -63,6 +63,9 @@ func TestParse(t *testing.T) {
 		{"help-xoptions", []string{"--help-xoptions"}, Invocation{PythonFlags: []string{"--help-xoptions"}, Mode: Info}},
 		{"help-all", []string{"--help-all"}, Invocation{PythonFlags: []string{"--help-all"}, Mode: Info}},
 		{"help-env in cluster", []string{"-b-help-env"}, Invocation{PythonFlags: []string{"-b", "--help-env"}, Mode: Info}},
+		{"pysandboxes version", []string{"--pysandboxes-version", "-c", "x"}, Invocation{Mode: Info, SandboxVersion: true}},
+		{"pysandboxes version after rules", []string{"--expose-ro=/etc", "--pysandboxes-version", "s.py"},
+			Invocation{Rules: []string{"expose-ro=/etc"}, Mode: Info, SandboxVersion: true}},
 
 		// Sandbox options.
 		{"rules", []string{"--expose-ro=/etc", "--net=ALLOW|tcp|example.com|443|OUT", "--py-sandbox", "-m", "m"},
@@ -126,6 +129,7 @@ func TestUsageErrorsOwn(t *testing.T) {
 		{[]string{"--=x"}, "unknown option --=x"},
 		{[]string{"--help=1"}, "unknown option --help=1"},
 		{[]string{"--version=1"}, "unknown option --version=1"},
+		{[]string{"--pysandboxes-version=1"}, "unknown option --pysandboxes-version=1"},
 		{[]string{"--help-env=1"}, "unknown option --help-env=1"},
 		{[]string{"--check-hash-based-pycs=bad"}, "--check-hash-based-pycs must be one of 'default', 'always', or 'never'"},
 		{[]string{"--check-hash-based-pycs="}, "--check-hash-based-pycs must be one of 'default', 'always', or 'never'"},

@@ -4,7 +4,8 @@ package pysb
 const usage = `usage: python-sb [-h] [--help-env] [--help-xoptions] [--help-all] [-V] [-b] [-B]
                  [--check-hash-based-pycs MODE] [-d] [-E] [-i] [-I] [-O] [-OO]
                  [-P] [-q] [-R] [-s] [-S] [-u] [-v] [-W arg] [-x] [-X opt]
-                 [--pysandboxes-config FILE] [--learn[=FILE]]
+                 [--pysandboxes-config FILE] [--pysandboxes-version]
+                 [--learn[=FILE]]
                  [--<sb-option>=<value> ...]
                  [-m mod | -c cmd | file | -] [arg ...]
 
@@ -55,6 +56,9 @@ options:
   -X opt  Reserved for various implementation-specific options.
   --pysandboxes-config FILE
           Where to find the pysandboxes configuration.
+  --pysandboxes-version
+          Print the version of pysandboxes and the commit it was built from, and
+          exit.
   --learn[=FILE]
           Learn the rules the program needs and write them into FILE (default:
           the --pysandboxes-config file, else ./.py-sandboxes).
