@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 

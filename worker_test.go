@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 

@@ -35,12 +35,8 @@ import (
 	"runtime"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {
