@@ -7,12 +7,13 @@ import (
 	"log/slog"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // Sandbox runs programs under one policy and one OS provider. It is safe for
 // concurrent use; each Command is independent.
 type Sandbox struct {
-	policy   Policy
+	policy   *policy.Policy
 	provider Provider
 	cfg      config
 	reqs     []Requirement
@@ -78,7 +79,7 @@ func WithHelper(path string) Option { return func(c *config) { c.helper = path }
 // provider cannot enforce is an *UnenforcedError (or a *NoProviderError for auto),
 // unless AcceptUnenforced covers it. The provider "none" runs programs without any
 // sandbox, for debugging: it must be named explicitly and accepts everything.
-func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
+func New(ctx context.Context, p *policy.Policy, opts ...Option) (*Sandbox, error) {
 	if p == nil {
 		return nil, errors.New("pysandboxes: nil policy")
 	}
@@ -166,7 +167,7 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 func (s *Sandbox) Provider() Provider { return s.provider }
 
 // Policy returns the sandbox's policy.
-func (s *Sandbox) Policy() Policy { return s.policy }
+func (s *Sandbox) Policy() *policy.Policy { return s.policy }
 
 // Unenforced returns the requirements that the provider does not enforce and that
 // the caller accepted with AcceptUnenforced (all of them for the provider "none").
@@ -179,7 +180,7 @@ func (s *Sandbox) Unenforced() []Requirement {
 
 // Close releases the sandbox. Commands already started keep running until they
 // end. The workers of Call are stopped: new calls fail with ErrSandboxClosed,
-// the calls in flight have the grace period (WithCloseGrace) to end, then
+// the calls in flight have the grace period (CallConfig.CloseGrace) to end, then
 // their workers are killed; every worker process is reaped before Close
 // returns, and in learning mode what the calls did is merged into the rule file
 // (see Learned). The eval zygote (Eval) is stopped likewise, its processes

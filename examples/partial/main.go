@@ -72,7 +72,7 @@ func run(ctx context.Context, w io.Writer, provider, python string) error {
 	}
 	opts := []pysandboxes.Option{
 		pysandboxes.WithProvider(provider),
-		pysandboxes.WithPythonPath(dir),
+		pysandboxes.WithCall(pysandboxes.CallConfig{PythonPath: []string{dir}}),
 		pysandboxes.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if python != "" {
