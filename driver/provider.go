@@ -11,9 +11,9 @@ import (
 )
 
 // Provider is an OS sandbox: it turns a policy and a command into a process that
-// the kernel confines. A provider is registered with pysandboxes.Register
-// (the built-in ones are registered by package pysandboxes itself) and chosen
-// by the policy's os-sandbox= rule or by pysandboxes.WithProvider.
+// the kernel confines. A provider registers itself with Register from its
+// package's init function (package pysandboxes imports the built-in ones), and
+// is chosen by the policy's os-sandbox= rule or by pysandboxes.WithProvider.
 type Provider interface {
 	// Name is the os-sandbox= value that selects the provider.
 	Name() string
@@ -32,9 +32,10 @@ type Provider interface {
 // instead of at every start (for example, to walk the exposed directories).
 // The sandbox calls Compile once it has chosen the provider; an error refuses
 // the sandbox, and must name the rule it cannot enforce. accepted holds the
-// capabilities the caller accepted as not enforced (AcceptUnenforced): a
-// provider may then run with that part of the policy unenforced instead of
-// refusing. The result reaches Prepare as Request.Compiled (see Compiled).
+// capabilities the caller accepted as not enforced
+// (pysandboxes.AcceptUnenforced): a provider may then run with that part of the
+// policy unenforced instead of refusing. The result reaches Prepare as
+// Request.Compiled.
 type Compiler interface {
 	Compile(ctx context.Context, p Policy, accepted Capability) (any, error)
 }
@@ -42,7 +43,7 @@ type Compiler interface {
 // Explainer is implemented by a provider that can say why it does not
 // enforce some capabilities on this host (a kernel feature it lacks, a build
 // without cgo, what its mechanism cannot see): the refusals of the sandbox
-// (UnenforcedError, NoProviderError) quote it.
+// (pysandboxes.UnenforcedError, NoProviderError) quote it.
 type Explainer interface {
 	// Explain says why the provider lacks the capabilities of missing here,
 	// for those it knows a cause of ("" when none).
