@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"time"
 
@@ -152,19 +151,13 @@ func encodeCall(fn string, args []any, kwargs map[string]any) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pysandboxes: call %s: %w", fn, err)
 	}
-	keys := make([]string, 0, len(kwargs))
 	for k := range kwargs {
 		if !validIdentifier(k) {
 			return nil, fmt.Errorf("pysandboxes: call %s: keyword argument %q is not a Python identifier", fn, k)
 		}
-		keys = append(keys, k)
 	}
-	slices.Sort(keys)
-	kw := make(transport.Dict, len(keys))
-	for i, k := range keys {
-		kw[i] = transport.Pair{Key: k, Value: kwargs[k]}
-	}
-	b, err := transport.PickleWith(kw, &transport.PickleOptions{MaxBytes: max(limit-len(a), 64), Root: "kwargs"})
+	// A map pickles as a dict in sorted key order.
+	b, err := transport.PickleWith(kwargs, &transport.PickleOptions{MaxBytes: max(limit-len(a), 64), Root: "kwargs"})
 	if err != nil {
 		return nil, fmt.Errorf("pysandboxes: call %s: %w", fn, err)
 	}
@@ -304,7 +297,7 @@ func (s *Sandbox) decodeResult(fn string, data []byte, learning bool, maxBytes i
 		return nil, &ResultError{Func: fn, Err: err}, bad
 	}
 	if mode == transport.Objects && guard {
-		if name := gadget(v, 0); name != "" {
+		if name := gadget(v); name != "" {
 			return nil, &ResultError{Func: fn, Err: fmt.Errorf("%w: the result names %s, refused by remote-result-guard (remote-result-guard=false returns it as an inert value)", transport.ErrForbiddenGlobal, name)}, true
 		}
 	}
@@ -333,82 +326,40 @@ var allowedBuiltins = map[string]bool{
 }
 
 // gadget returns the first denied name found in an objects-mode value ("" when
-// none).
-func gadget(v any, depth int) string {
-	if depth > transport.DefaultMaxDepth+8 {
-		return ""
-	}
-	check := func(module, name string) string {
-		root, _, _ := strings.Cut(module, ".")
-		if deniedRoots[root] && !(root == "pathlib" && isPathClass(name)) {
-			return module + "." + name
+// none); a value too deeply nested to be walked is refused whole.
+func gadget(v any) string {
+	var name string
+	err := transport.Walk(v, func(x any, _ int) error {
+		switch x := x.(type) {
+		case transport.Global:
+			name = deniedName(x.Module, x.Name)
+		case transport.Object:
+			name = deniedName(x.Module, x.Name)
 		}
-		if (module == "builtins" || module == "__builtin__") && !allowedBuiltins[name] && !isExceptionName(name) {
-			return module + "." + name
+		if name != "" {
+			return errGadget
 		}
-		return ""
+		return nil
+	})
+	if err != nil && name == "" {
+		return "a value nested too deeply to be checked"
 	}
-	walk := func(items []any) string {
-		for _, x := range items {
-			if n := gadget(x, depth+1); n != "" {
-				return n
-			}
-		}
-		return ""
-	}
-	pairs := func(ps []transport.Pair) string {
-		for _, p := range ps {
-			if n := gadget(p.Key, depth+1); n != "" {
-				return n
-			}
-			if n := gadget(p.Value, depth+1); n != "" {
-				return n
-			}
-		}
-		return ""
-	}
-	switch x := v.(type) {
-	case transport.Global:
-		return check(x.Module, x.Name)
-	case transport.Object:
-		return gadgetObject(&x, depth, check, walk, pairs)
-	case []any:
-		return walk(x)
-	case transport.Tuple:
-		return walk(x)
-	case transport.Set:
-		return walk(x)
-	case transport.FrozenSet:
-		return walk(x)
-	case transport.Deque:
-		return walk(x.Items)
-	case transport.Dict:
-		return pairs(x)
-	case transport.OrderedDict:
-		return pairs(x)
-	case transport.Counter:
-		return pairs(x)
-	}
-	return ""
+	return name
 }
 
-func gadgetObject(o *transport.Object, depth int, check func(string, string) string, walk func([]any) string, pairs func([]transport.Pair) string) string {
-	if n := check(o.Module, o.Name); n != "" {
-		return n
+var errGadget = errors.New("denied name")
+
+// deniedName returns module.name when remote-result-guard refuses it ("" when
+// it does not).
+func deniedName(module, name string) string {
+	root, _, _ := strings.Cut(module, ".")
+	if deniedRoots[root] && !(root == "pathlib" && isPathClass(name)) {
+		return module + "." + name
 	}
-	if n := walk(o.Args); n != "" {
-		return n
+	if (module == "builtins" || module == "__builtin__") && !allowedBuiltins[name] && !isExceptionName(name) {
+		return module + "." + name
 	}
-	if n := pairs(o.Kwargs); n != "" {
-		return n
-	}
-	if n := gadget(o.State, depth+1); n != "" {
-		return n
-	}
-	if n := walk(o.ListItems); n != "" {
-		return n
-	}
-	return pairs(o.DictItems)
+	return ""
 }
 
 func isPathClass(name string) bool {
@@ -423,235 +374,10 @@ func isExceptionName(name string) bool {
 	return strings.HasSuffix(name, "Error") || strings.HasSuffix(name, "Exception") || strings.HasSuffix(name, "Warning")
 }
 
-// needsObjects tells, from the opcodes alone (nothing is decoded), whether a
-// result pickle names anything outside the data types: what learning records
-// as remote-result-mode=objects. A stream it cannot follow counts as objects.
+// needsObjects tells whether a result pickle names anything outside the data
+// types: what learning records as remote-result-mode=objects. A result the
+// decoder refuses needs nothing (the call fails whatever the mode).
 func needsObjects(data []byte) bool {
-	type val = *string
-	var stack []val
-	var marks []int
-	memo := map[uint64]val{}
-	pop := func(n int) bool {
-		if len(stack)-n < 0 || len(marks) > 0 && len(stack)-n < marks[len(marks)-1] {
-			return false
-		}
-		stack = stack[:len(stack)-n]
-		return true
-	}
-	popMark := func() bool {
-		if len(marks) == 0 {
-			return false
-		}
-		stack = stack[:marks[len(marks)-1]]
-		marks = marks[:len(marks)-1]
-		return true
-	}
-	push := func(v val) { stack = append(stack, v) }
-	top := func() (val, bool) {
-		if len(stack) == 0 {
-			return nil, false
-		}
-		return stack[len(stack)-1], true
-	}
-	le := func(b []byte) uint64 {
-		var n uint64
-		for i := len(b) - 1; i >= 0; i-- {
-			n = n<<8 | uint64(b[i])
-		}
-		return n
-	}
-	i := 0
-	need := func(n uint64) ([]byte, bool) {
-		if n > uint64(len(data)-i) {
-			return nil, false
-		}
-		b := data[i : i+int(n)]
-		i += int(n)
-		return b, true
-	}
-	sized := func(lenBytes uint64) ([]byte, bool) {
-		h, ok := need(lenBytes)
-		if !ok {
-			return nil, false
-		}
-		return need(le(h))
-	}
-	for i < len(data) {
-		op := data[i]
-		i++
-		ok := true
-		switch op {
-		case 0x80: // PROTO
-			_, ok = need(1)
-		case 0x95: // FRAME
-			_, ok = need(8)
-		case '.': // STOP
-			return false
-		case '(':
-			marks = append(marks, len(stack))
-		case '0':
-			ok = pop(1)
-		case '1':
-			ok = popMark()
-		case 0x94: // MEMOIZE
-			var v val
-			v, ok = top()
-			memo[uint64(len(memo))] = v
-		case 'q', 'r': // BINPUT, LONG_BINPUT
-			n := uint64(1)
-			if op == 'r' {
-				n = 4
-			}
-			var b []byte
-			if b, ok = need(n); ok {
-				var v val
-				v, ok = top()
-				memo[le(b)] = v
-			}
-		case 'h', 'j': // BINGET, LONG_BINGET
-			n := uint64(1)
-			if op == 'j' {
-				n = 4
-			}
-			var b []byte
-			if b, ok = need(n); ok {
-				var v val
-				v, ok = memo[le(b)]
-				push(v)
-			}
-		case 'N', 0x88, 0x89, ']', '}', ')', 0x8f:
-			push(nil)
-		case 'J':
-			_, ok = need(4)
-			push(nil)
-		case 'K':
-			_, ok = need(1)
-			push(nil)
-		case 'M':
-			_, ok = need(2)
-			push(nil)
-		case 'G':
-			_, ok = need(8)
-			push(nil)
-		case 0x8a:
-			_, ok = sized(1)
-			push(nil)
-		case 0x8b:
-			_, ok = sized(4)
-			push(nil)
-		case 0x8c, 'X', 0x8d: // str
-			n := uint64(1)
-			if op == 'X' {
-				n = 4
-			} else if op == 0x8d {
-				n = 8
-			}
-			var b []byte
-			if b, ok = sized(n); ok {
-				s := string(b)
-				push(&s)
-			}
-		case 'C', 'B', 0x8e, 0x96: // bytes, bytearray
-			n := uint64(1)
-			switch op {
-			case 'B':
-				n = 4
-			case 0x8e, 0x96:
-				n = 8
-			}
-			_, ok = sized(n)
-			push(nil)
-		case 'a':
-			ok = pop(1)
-		case 's':
-			ok = pop(2)
-		case 'e', 'u', 0x90: // APPENDS, SETITEMS, ADDITEMS
-			ok = popMark()
-		case 0x85, 0x86, 0x87: // TUPLE1-3
-			ok = pop(int(op-0x85) + 1)
-			push(nil)
-		case 't', 0x91: // TUPLE, FROZENSET
-			ok = popMark()
-			push(nil)
-		case 0x93: // STACK_GLOBAL
-			if len(stack) < 2 {
-				return true
-			}
-			m, n := stack[len(stack)-2], stack[len(stack)-1]
-			if m == nil || n == nil || !dataName(*m, *n) {
-				return true
-			}
-			ok = pop(2)
-			push(nil)
-		case 'c': // GLOBAL
-			j := strings.IndexByte(string(data[i:min(len(data), i+4096)]), '\n')
-			if j < 0 {
-				return true
-			}
-			m := string(data[i : i+j])
-			i += j + 1
-			k := strings.IndexByte(string(data[i:min(len(data), i+4096)]), '\n')
-			if k < 0 || !dataName(m, string(data[i:i+k])) {
-				return true
-			}
-			i += k + 1
-			push(nil)
-		case 'R', 0x81: // REDUCE, NEWOBJ
-			ok = pop(2)
-			push(nil)
-		case 0x92: // NEWOBJ_EX
-			ok = pop(3)
-			push(nil)
-		case 'b': // BUILD
-			ok = pop(1)
-		default:
-			return true
-		}
-		if !ok {
-			return true
-		}
-	}
-	return true
-}
-
-// dataName reports a name the data-only decoder honours.
-func dataName(module, name string) bool {
-	switch module {
-	case "builtins", "__builtin__":
-		switch name {
-		case "complex", "set", "frozenset", "bytearray", "bytes", "range", "xrange", "getattr":
-			return true
-		}
-	case "_codecs":
-		return name == "encode"
-	case "datetime":
-		switch name {
-		case "date", "time", "datetime", "timedelta", "timezone":
-			return true
-		}
-	case "zoneinfo":
-		return name == "ZoneInfo" || name == "ZoneInfo._unpickle"
-	case "decimal":
-		return name == "Decimal"
-	case "fractions":
-		return name == "Fraction"
-	case "uuid":
-		return name == "UUID"
-	case "pathlib", "pathlib._local":
-		switch name {
-		case "PurePosixPath", "PosixPath", "PureWindowsPath", "WindowsPath":
-			return true
-		}
-	case "ipaddress":
-		switch name {
-		case "IPv4Address", "IPv6Address", "IPv4Network", "IPv6Network", "IPv4Interface", "IPv6Interface":
-			return true
-		}
-	case "collections":
-		switch name {
-		case "OrderedDict", "Counter", "deque":
-			return true
-		}
-	}
-	return false
+	v, err := transport.Unpickle(data, &transport.UnpickleOptions{Mode: transport.Objects, MinProtocol: 5, MaxBytes: len(data)})
+	return err == nil && transport.HoldsObjects(v)
 }

@@ -7,6 +7,7 @@
 //	go run ./bench -n 500 -payload '/usr/bin/python3 -c pass'
 //	go run ./bench -call           # partial mode: Sandbox.Call round trips
 //	go run ./bench -eval           # the eval layer: Sandbox.Eval latency and throughput
+//	go run ./bench -ignore 150000 -n 10   # ignore= over a tree of 150,000 files
 //
 // The configurations are interleaved run by run, so that noise on the machine hits
 // them alike. Record the output in bench/RESULTS.md with the date and the machine.
@@ -43,8 +44,20 @@ func main() {
 	only := flag.String("only", "", "comma-separated configuration names to run (default: all)")
 	python := flag.String("python", "", "also compare `python3 -c pass` run bare with python-sb-style runs (Sandbox.Python) through each provider, with this interpreter (e.g. /usr/bin/python3)")
 	call := flag.Bool("call", false, "measure partial mode instead: Sandbox.Call of a no-op function under each provider, with the interpreter of -python (default /usr/bin/python3)")
+	ignore := flag.Int("ignore", 0, "measure ignore= over a large exposed tree of this many files instead (e.g. 150000): start-up and a walk of the tree, with and without the rule, under each provider that claims hide, with the interpreter of -python (default /usr/bin/python3)")
 	evalMode := flag.Bool("eval", false, "measure the eval layer instead: Sandbox.Eval under each provider (warm, back to back with 1 and 2 callers, without the zygote) and a fresh `python -c` per evaluation, with the interpreter of -python (default /usr/bin/python3)")
 	flag.Parse()
+	if *ignore > 0 {
+		py := *python
+		if py == "" {
+			py = "/usr/bin/python3"
+		}
+		if err := ignoreBench(context.Background(), py, *ignore, *n); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *evalMode {
 		py := *python
 		if py == "" {

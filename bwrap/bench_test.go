@@ -1,40 +1,23 @@
 package bwrap_test
 
 import (
-	"context"
-	"os/exec"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // BenchmarkBwrapTrue runs /bin/true confined by bwrap (supervisor, namespaces,
 // binds, seccomp filter and the env(1) that fixes PWD included).
 func BenchmarkBwrapTrue(b *testing.B) {
-	sb := sandbox(b, nil)
-	ctx := context.Background()
-	for b.Loop() {
-		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchTrue(b, providerName)
 }
 
 // BenchmarkBwrapPython runs python3 -S -c pass confined by bwrap.
 func BenchmarkBwrapPython(b *testing.B) {
-	sb := sandbox(b, nil)
-	ctx := context.Background()
-	py := python(b)
-	for b.Loop() {
-		if err := sb.Command(ctx, py, "-S", "-c", "pass").Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchPython(b, providerName)
 }
 
 // BenchmarkBareTrue is the reference: a bare exec of /bin/true.
 func BenchmarkBareTrue(b *testing.B) {
-	for b.Loop() {
-		if err := exec.Command("/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchBareTrue(b)
 }

@@ -15,7 +15,6 @@ const providerName = "bwrap"
 var (
 	python         = providertest.Python
 	quietLogger    = providertest.QuietLogger
-	build          = providertest.Build
 	requireSeccomp = providertest.RequireSeccomp
 	run            = providertest.Run
 	py             = providertest.Py

@@ -168,8 +168,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		}
 		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID,
 			Ops: filters.Into(hostid.Idmapped(c.exposes, append(sources, dirOf(req)), uint32(os.Geteuid()), uint32(os.Getegid())))}
-		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}})
 	}
 	if c.listen != nil {
 		stages = append(stages, *c.listen)

@@ -9,14 +9,6 @@ import (
 // The network tests build a network of their own (see providertest.NewNet) and
 // send traffic only to it: 10.233.R.0/24.
 
-const (
-	tcpA, tcpB, tcpC = providertest.TCPA, providertest.TCPB, providertest.TCPC
-	udpA, udpB       = providertest.UDPA, providertest.UDPB
-	netPrelude       = providertest.NetPrelude
-)
-
-var slirps = providertest.Slirps
-
 // newTestNet builds the test network of one test, removed at its end.
 func newTestNet(t *testing.T) *providertest.Net {
 	t.Helper()

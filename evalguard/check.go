@@ -90,7 +90,7 @@ func (c *Checker) Check(ctx context.Context, p *Profile, src string, mode Mode) 
 	} else {
 		in["module"] = Source()
 	}
-	data, err := appendMarshal(nil, in, 0)
+	data, err := marshal(in)
 	if err != nil {
 		return nil, err
 	}

@@ -286,7 +286,7 @@ for r in rows:
 out = sorted(rows, key=lambda r: -r['v'])[:5]
 `
 	p := profileOf(b, "eval-syntax=arith, compare, conditional, loop, comprehension, assign, func, subscript\neval-call=len, sorted, range\neval-attribute=upper", "")
-	data, err := appendMarshal(nil, map[string]any{"module": Source(), "src": src, "profile": p.Python(), "n": int64(b.N)}, 0)
+	data, err := marshal(map[string]any{"module": Source(), "src": src, "profile": p.Python(), "n": int64(b.N)})
 	if err != nil {
 		b.Fatal(err)
 	}

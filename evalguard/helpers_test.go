@@ -156,7 +156,7 @@ func runAll(t *testing.T, cases []runCase) map[string]runOutcome {
 		}
 		list[i] = map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}
 	}
-	data, err := appendMarshal(nil, map[string]any{"module": Source(), "cases": list}, 0)
+	data, err := marshal(map[string]any{"module": Source(), "cases": list})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,8 +218,8 @@ func runFresh(t *testing.T, c runCase) runOutcome {
 	if mode == "" {
 		mode = "eval"
 	}
-	data, err := appendMarshal(nil, map[string]any{"module": Source(),
-		"case": map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}}, 0)
+	data, err := marshal(map[string]any{"module": Source(),
+		"case": map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package firejail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -61,9 +60,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		if err != nil {
 			return nil, fmt.Errorf("firejail: the seccomp filter of the program's identity: %w", err)
 		}
-		if c.identityBPF, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()}); err != nil {
-			return nil, err
-		}
+		c.identityBPF = prog.BPF()
 	}
 	var errs []error
 

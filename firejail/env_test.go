@@ -1,14 +1,9 @@
 package firejail_test
 
 import (
-	"context"
-	"encoding/json"
-	"os"
-	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestEnvironmentExact: the program sees exactly the policy's variables (values
@@ -16,24 +11,7 @@ import (
 // the host's environment never reaches it), and none that firejail or the provider
 // would add (PWD, container...).
 func TestEnvironmentExact(t *testing.T) {
-	t.Setenv("HOST_SECRET", "s3cr3t-do-not-leak")
-	sb := sandbox(t, []string{"env=A=1", "env=SPACES=a b  c", "env=EQ=x=y=z", "env=NL=line1\\nline2", "env=UTF=été"})
-	out := py(t, sb, "import os, json; print(json.dumps(dict(os.environ)))")
-	var got map[string]string
-	if err := json.Unmarshal([]byte(out), &got); err != nil {
-		t.Fatalf("%v: %s", err, out)
-	}
-	want := map[string]string{}
-	for _, kv := range build(t, "env=A=1", "env=SPACES=a b  c", "env=EQ=x=y=z", "env=NL=line1\\nline2", "env=UTF=été").Environ() {
-		k, v, _ := strings.Cut(kv, "=")
-		want[k] = v
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("environment (-want +got):\n%s", diff)
-	}
-	if strings.Contains(out, "s3cr3t") {
-		t.Error("the host's secret leaked")
-	}
+	providertest.EnvironmentExact(t, providerName)
 }
 
 // TestEnvironmentOverridesFirejail: the variables firejail sets itself (SHELL,
@@ -48,32 +26,11 @@ func TestEnvironmentOverridesFirejail(t *testing.T) {
 // TestEnvironmentNotOnCommandLine: the values of the environment never appear on
 // a host process's command line (firejail receives them in its environment).
 func TestEnvironmentNotOnCommandLine(t *testing.T) {
-	sb := sandbox(t, []string{"env=TOKEN=tok-0123456789-secret"})
-	cmd := sb.Command(context.Background(), "/bin/sh", "-c", "read x")
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err == nil && strings.Contains(string(b), "tok-0123456789-secret") {
-			t.Fatalf("process %s shows the value on its command line: %q", e.Name(), b)
-		}
-	}
+	providertest.EnvironmentNotOnCommandLine(t, providerName)
 }
 
 // TestEnvironmentFromRequest: Sandbox.Python's own variables (the Python layer's)
 // reach the program too: the request's environment is what counts.
 func TestEnvironmentFromRequest(t *testing.T) {
-	sb := sandbox(t, []string{"env=A=1", "python-import=os"}, pysandboxes.WithPython("/usr/bin/python3"))
-	out, err := sb.Python(context.Background(), "-c", "import os; print(os.environ.get('A'))").CombinedOutput()
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	expectLine(t, string(out), "1")
+	providertest.EnvironmentFromRequest(t, providerName)
 }

@@ -15,7 +15,6 @@ const providerName = "firejail"
 var (
 	python      = providertest.Python
 	quietLogger = providertest.QuietLogger
-	build       = providertest.Build
 	run         = providertest.Run
 	py          = providertest.Py
 	expectLine  = providertest.ExpectLine

@@ -2,7 +2,6 @@ package firejail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -254,10 +253,9 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 			// Leases and file flags of the exposed files, which are the program's
 			// there: firejail's own filter cannot look at arguments. Installed as
 			// root without no_new_privs, it stays over setuid firejail.
-			stages = append(stages, supervise.Stage{Kind: supervise.StageSeccompKeepPrivs, Config: c.identityBPF})
+			stages = append(stages, supervise.Stage{Kind: supervise.StageSeccompKeepPrivs, BPF: c.identityBPF})
 		}
-		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}})
 	}
 	var viewFiles []*os.File
 	if filters != nil {

@@ -1,8 +1,6 @@
 package firejail_test
 
 import (
-	"context"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -10,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestNetHostLoopbackAndNames: an OUT rule for the host's 127.0.0.1 reaches a
@@ -20,42 +18,7 @@ import (
 func TestNetHostLoopbackAndNames(t *testing.T) {
 	requireFirejail(t)
 	newTestNet(t) // skips without the filter
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	other, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|localhost|" + port + "|OUT"})
-	out := py(t, sb, netPrelude+`
-attempt("host", lambda: tcp("localhost", int(sys.argv[1])))
-attempt("other", lambda: tcp("127.0.0.1", int(sys.argv[2])))
-attempt("resolv", lambda: open("/etc/resolv.conf").read())
-print("hosts", [l for l in open("/etc/hosts").read().splitlines() if l.startswith("127.0.0.1")])
-`, port, strconv.Itoa(other.Addr().(*net.TCPAddr).Port))
-	expectLine(t, out, "host OK host")
-	expectLine(t, out, "other ECONNREFUSED")
-	if !strings.Contains(out, "resolv OK ") || !strings.Contains(out, "nameserver 10.0.2.3") {
-		t.Errorf("resolv.conf:\n%s", out)
-	}
-	if !strings.Contains(out, "127.0.0.1\\tlocalhost") {
-		t.Errorf("hosts file:\n%s", out)
-	}
+	providertest.NetHostLoopbackAndNames(t, providerName, false)
 }
 
 // TestNetHostsOverExposedEtc: with /etc exposed (idmapped to the program's uid
@@ -68,22 +31,7 @@ func TestNetHostsOverExposedEtc(t *testing.T) {
 	if err != nil {
 		t.Skip("no /etc/debian_version here:", err)
 	}
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	port := providertest.HostListener(t)
 	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
 	out := py(t, sb, netPrelude+`
 attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))
@@ -105,29 +53,8 @@ func pyRepr(s string) string {
 // behind.
 func TestNetNoLeaks(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT"})
-	ctx := context.Background()
 	nsBefore := namedNamespaces()
-	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
-		t.Fatal(err)
-	}
-	before, _ := proctest.OpenFDs()
-	slirpBefore := len(slirps())
-	for i := 0; i < 10; i++ {
-		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
-			t.Fatalf("run %d: %v", i, err)
-		}
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(slirps()) > slirpBefore && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if s := slirps(); len(s) > slirpBefore {
-		t.Errorf("slirp4netns left: %v", s)
-	}
-	if after, _ := proctest.OpenFDs(); after != before {
-		t.Errorf("descriptors: %d before, %d after", before, after)
-	}
+	providertest.NetNoLeaks(t, providerName, n)
 	// Other programs of the host may be making their own meanwhile: wait for the
 	// new ones to go.
 	var left []string

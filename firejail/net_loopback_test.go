@@ -1,13 +1,9 @@
 package firejail_test
 
 import (
-	"context"
-	"net"
-	"strconv"
-	"strings"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestLoopbackOnlyWithoutNetRules: without a net= rule the sandbox has its own
@@ -17,56 +13,7 @@ import (
 // TCP bind rules: EACCES), and abstract Unix sockets of the host are out of
 // reach.
 func TestLoopbackOnlyWithoutNetRules(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	abstract, err := net.Listen("unix", "@firejail-test-"+strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer abstract.Close()
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	sb := sandbox(t, nil)
-	out := py(t, sb, tryPrelude+`
-port = int(sys.argv[1])
-print("ifaces", [n for _, n in socket.if_nameindex()])
-def connect(addr):
-    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    s.settimeout(2)
-    try:
-        s.connect(addr)
-    finally:
-        s.close()
-attempt("host-listener", lambda: connect(("127.0.0.1", port)))
-attempt("elsewhere", lambda: connect(("10.1.2.3", 80)))
-def self_talk():
-    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
-    c = socket.create_connection(srv.getsockname()); c.close(); srv.close()
-attempt("self", self_talk)
-def abstract():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(b"\0" + sys.argv[2].encode())
-    finally:
-        s.close()
-attempt("abstract", abstract)
-`, port, "firejail-test-"+port)
-	expectLine(t, out, "ifaces ['lo']")
-	expectLine(t, out, "host-listener ECONNREFUSED")
-	expectLine(t, out, "elsewhere ENETUNREACH")
-	expectLine(t, out, "self EACCES")
-	expectLine(t, out, "abstract ECONNREFUSED")
+	providertest.LoopbackOnlyWithoutNetRules(t, providerName)
 }
 
 // TestNetRuleRefused: a net= rule that cannot be enforced here (an IPv6
@@ -74,18 +21,7 @@ attempt("abstract", abstract)
 // traffic out when the filter cannot work here) is refused with its file(line);
 // a policy with DENY rules only runs with loopback only.
 func TestNetRuleRefused(t *testing.T) {
-	requireProvider(t)
-	for _, rule := range []string{"net=ALLOW|tcp|::1|5432|OUT", "net=ALLOW|tcp|2001:db8::1|443|OUT"} {
-		_, err := pysandboxes.New(context.Background(), build(t, rule),
-			pysandboxes.WithProvider(providerName), pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta))
-		if err == nil || !strings.Contains(err.Error(), "<arg>") || !strings.Contains(err.Error(), strings.TrimPrefix(rule, "net=")) {
-			t.Errorf("%s: got %v, want the rule named", rule, err)
-		}
-	}
-	sb := sandbox(t, []string{"net=DENY|TCP|*|*|*"})
-	if out := py(t, sb, "import socket; print([n for _, n in socket.if_nameindex()])"); !strings.Contains(out, "['lo']") {
-		t.Errorf("got %s", out)
-	}
+	providertest.NetRuleRefused(t, providerName)
 }
 
 // TestListenNeedsAnInRule: an IN rule lets the program listen on its ports (port 0:

@@ -15,8 +15,6 @@ const (
 	netPrelude       = providertest.NetPrelude
 )
 
-var slirps = providertest.Slirps
-
 // newTestNet builds the test network of one test, removed at its end.
 func newTestNet(t *testing.T) *providertest.Net {
 	t.Helper()

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
@@ -169,31 +170,13 @@ func errorAction(v string) (string, error) {
 	return "", fmt.Errorf("%q is not kill or an errno name such as EPERM (log would let refused calls run)", v)
 }
 
-// size parses a byte count with an optional k, m or g suffix into bytes.
+// size parses a byte count with an optional k, m, g or t suffix into bytes.
 func size(v string) (string, error) {
-	n, err := parseSize(v)
+	n, err := bytesize.Parse(v)
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%q is not a size (a number of bytes, with k, m, g or t)", v)
 	}
 	return strconv.FormatUint(n, 10), nil
-}
-
-func parseSize(v string) (uint64, error) {
-	mult := uint64(1)
-	s := strings.ToLower(strings.TrimSpace(v))
-	switch {
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1<<10, s[:len(s)-1]
-	case strings.HasSuffix(s, "m"):
-		mult, s = 1<<20, s[:len(s)-1]
-	case strings.HasSuffix(s, "g"):
-		mult, s = 1<<30, s[:len(s)-1]
-	}
-	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n == 0 || n > (1<<62)/mult {
-		return 0, fmt.Errorf("%q is not a size (a number of bytes, with k, m or g)", v)
-	}
-	return n * mult, nil
 }
 
 func count(v string) (string, error) {

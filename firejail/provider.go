@@ -2,7 +2,6 @@ package firejail
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -186,10 +185,9 @@ func idTrial(ctx context.Context, binary string) error {
 	if err != nil {
 		return err
 	}
-	id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID})
 	spec := supervise.Spec{Path: binary, Args: []string{"firejail", "--quiet", "--noprofile", "--net=none", "--private-dev",
 		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "id -u"},
-		View: view, Stages: []supervise.Stage{{Kind: supervise.StageSetIdentity, Config: id}}}
+		View: view, Stages: []supervise.Stage{{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}}}}
 	cmd, hd, err := supervise.Command(spec, "", []string{}, "/", nil)
 	if err != nil {
 		return err

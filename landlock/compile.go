@@ -54,7 +54,7 @@ type compiled struct {
 	carves  []carve
 	exposes []policy.Expose
 	ignores []policy.Ignore
-	seccomp json.RawMessage // the seccomp stage's config; nil without seccomp
+	seccomp []byte // the seccomp filter program; nil without seccomp
 	// implicit lists the implicit grants made at compile (devices, resolver and CA
 	// files), for the debug log.
 	implicit []string
@@ -200,10 +200,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)
 		}
-		c.seccomp, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()})
-		if err != nil {
-			return nil, err
-		}
+		c.seccomp = prog.BPF()
 	}
 
 	enc, err := json.Marshal(c.base())

@@ -1,7 +1,6 @@
 package landlock
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -74,54 +74,17 @@ type scanResult struct {
 // stopping at the exposed directories nested in it) and lists what ignore= rules
 // hide there.
 func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
-	res := scanResult{links: map[[2]uint64][]string{}}
+	var res scanResult
 	if ig, ok := policy.IgnoredByAbsolute(root, ignores); ok {
 		res.err = fmt.Errorf("it hides the exposed directory %s itself", root)
 		res.rule = &ig.Rule
 		return res
 	}
-	count := 0
-	var walk func(dir string) error
-	walk = func(dir string) error {
-		ents, err := os.ReadDir(dir)
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) && dir != root {
-				return nil // removed meanwhile
-			}
-			return fmt.Errorf("cannot list %s to find the ignored paths: %w", dir, err)
-		}
-		for _, e := range ents {
-			count++
-			if count > maxScan {
-				return fmt.Errorf("%s holds more than %d entries to scan for ignored paths", root, maxScan)
-			}
-			p := filepath.Join(dir, e.Name())
-			if slices.Contains(nested, p) {
-				continue // scanned on its own
-			}
-			if ig, ok := policy.IgnoredEntry(p, ignores); ok {
-				res.hidden = append(res.hidden, hit{path: p, rule: ig.Rule})
-				continue
-			}
-			switch {
-			case e.Type()&fs.ModeSymlink != 0:
-				// Never followed: a link resolves to a path that has its own rules.
-			case e.IsDir():
-				if err := walk(p); err != nil {
-					return err
-				}
-			case e.Type().IsRegular():
-				if info, err := e.Info(); err == nil {
-					if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-						k := [2]uint64{st.Dev, st.Ino}
-						res.links[k] = append(res.links[k], p)
-					}
-				}
-			}
-		}
-		return nil
+	r := hostview.Scan(root, nested, ignores, true)
+	res.links, res.err = r.Links, r.Err
+	for _, h := range r.Hidden {
+		res.hidden = append(res.hidden, hit{path: h.Path, rule: h.Rule})
 	}
-	res.err = walk(root)
 	return res
 }
 

@@ -2,7 +2,6 @@ package landlock
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -249,10 +248,6 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 	if err != nil {
 		return nil, err
 	}
-	llJSON, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
 	var view *supervise.View
 	var filters *hideview.Servers
@@ -268,16 +263,15 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 		ops := hostid.Idmapped(c.exposes, grantedPaths(cfg), uint32(os.Geteuid()), uint32(os.Getegid()))
 		view = &supervise.View{ReadOnly: true, IPC: true, UID: hostid.UID, GID: hostid.GID,
 			Ops: filters.Into(hostid.Sorted(append(ops, shmWritable(c.exposes)...)))}
-		id, _ := json.Marshal(supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true})
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Config: id})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID, DropBounding: true}})
 	case idUserNS:
 		view = &supervise.View{ReadOnly: true, UserNS: true, IPC: true, Ops: hostid.Writable(c.exposes)}
 	}
 	stages = append(stages,
 		supervise.Stage{Kind: supervise.StageDropCapabilities},
-		supervise.Stage{Kind: supervise.StageLandlock, Config: llJSON})
+		supervise.Stage{Kind: supervise.StageLandlock, Landlock: cfg})
 	if c.seccomp != nil {
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, BPF: c.seccomp})
 	}
 	l, err := launch.Supervised(req, launch.Options{Stages: stages, View: view, ViewFiles: viewFiles})
 	if err != nil {

@@ -14,6 +14,24 @@
 // observations up. [Worker] and [Zygote] are the same layer for Sandbox.Call
 // (a worker serving calls) and Sandbox.Eval (a process forked per evaluation).
 //
+// # The pieces
+//
+// On the Go side: interp.go finds and describes the interpreter; config.go turns
+// a policy into the guard's configuration; code.go embeds the Python modules,
+// compiles them once per interpreter and caches the result; channel.go is the
+// channel to the child (frames of a 4-byte length, a kind byte and a payload)
+// and a [Session] over it; worker.go and zygote.go drive the Call worker and the
+// eval zygote over the same channel; learned.go turns what learning observed
+// (programs run, databases opened) into file accesses on the host;
+// marshal.go writes the configuration in CPython's marshal format.
+//
+// In the child (py/): the loader given with -c ([Boot]) reads the modules and
+// runs boot.py, which reads the configuration and starts the target;
+// pysandboxes.py is the public module a program sees; guard.py and arm.py are
+// the guard; worker.py serves calls; zygote.py forks evaluations; wire.py holds
+// what worker.py and zygote.py share (frames, JSON, the descriptor of an
+// exception), run in the namespace of either.
+//
 // # The guard (py/)
 //
 // boot.py reads the frames and runs the program as CPython would (-c, -m, a

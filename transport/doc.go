@@ -1,17 +1,31 @@
-// Package transport carries messages between the host and a sandboxed child over
-// an inherited socket pair: no TCP port, no token, nothing another process can
-// reach.
+// Package transport is the codec of the wire between the host and a sandboxed
+// Python child: the framing of the messages of Call and Eval, the subset of
+// Python's pickle format their arguments and results travel in, and the JSON form
+// of those values. It holds the library's knowledge of the pickle format (the
+// opcodes, the table of data types, the walk of a decoded value): no other
+// package reads a pickle.
 //
-// A frame is a 4-byte big-endian length, a 1-byte kind and the payload (length
-// counts the kind and the payload). Every frame is bounded: a reader refuses a frame
-// longer than its limit before allocating anything for it, and a malformed or
-// truncated frame is an error, never a panic or an unbounded allocation. The
-// payload's buffer grows as its bytes arrive (64 KiB first, then doubling): a header
-// claiming a large frame costs nothing until the bytes come, and a frame being read
-// holds at most three times what was received plus 64 KiB.
-//
-// Results come back as pickles, decoded by Unpickle without running anything (see
-// there); Pickle encodes the arguments.
+//   - Frames (Reader, Writer): a 4-byte big-endian length, a 1-byte kind and the
+//     payload (length counts the kind and the payload), over an inherited socket
+//     pair: no TCP port, no token, nothing another process can reach. Every frame
+//     is bounded: a reader refuses a frame longer than its limit before allocating
+//     anything for it, and a malformed or truncated frame is an error, never a
+//     panic or an unbounded allocation. The payload's buffer grows as its bytes
+//     arrive (64 KiB first, then doubling): a header claiming a large frame costs
+//     nothing until the bytes come, and a frame being read holds at most three
+//     times what was received plus 64 KiB.
+//   - Pickles: Pickle encodes Go values (the mapping at Tuple's declaration) as a
+//     protocol 5 pickle; Unpickle decodes a result without running anything, in
+//     one of two modes: DataOnly, which honours only a closed table of data types
+//     (datetime, Decimal, UUID, pathlib, ipaddress, collections...) and refuses
+//     any other name, and Objects, which records any other instance as an inert
+//     Object or Global. The opcodes accepted are those CPython writes at protocol
+//     2 and above, minus persistent ids, extensions and out-of-band buffers.
+//   - Values: Walk visits every value a decoded value holds (Items and Pairs give
+//     a container's entries), and HoldsObjects tells a result that needs the
+//     Objects mode; Equal and Dict.Get compare under Python equality.
+//   - JSON converts any value of the mapping to JSON, one form per Python type;
+//     ParseJSON reads a JSON text as json.loads would.
 //
 // # Host memory of a decode
 //

@@ -16,10 +16,9 @@ import (
 )
 
 // MaxJSONDepth bounds the nesting JSON converts: a deeper value (or one that
-// contains itself) is an error wrapping ErrBudget. It is twice the decoder's
-// DefaultMaxDepth, so that every value Unpickle returns with the default budgets
-// converts.
-const MaxJSONDepth = 2 * DefaultMaxDepth
+// contains itself) is an error wrapping ErrBudget. It is MaxWalkDepth, so that
+// every value Unpickle returns with the default budgets converts.
+const MaxJSONDepth = MaxWalkDepth
 
 // JSONError is the error of JSON: where in the value (Path, e.g.
 // `value[1]["x"]`), its Go type and why.
@@ -195,22 +194,6 @@ func (w *jsonWriter) value(v any, depth int) error {
 		w.base64(x)
 	case ByteArray:
 		w.base64(x)
-	case []any:
-		return w.list(x, depth)
-	case Tuple:
-		return w.list(x, depth)
-	case Set:
-		return w.list(x, depth)
-	case FrozenSet:
-		return w.list(x, depth)
-	case Deque:
-		return w.list(x.Items, depth)
-	case Dict:
-		return w.pairs(x, depth)
-	case OrderedDict:
-		return w.pairs(x, depth)
-	case Counter:
-		return w.pairs(x, depth)
 	case Decimal:
 		w.buf = appendJSONString(w.buf, string(x))
 	case big.Int:
@@ -261,6 +244,12 @@ func (w *jsonWriter) value(v any, depth int) error {
 		w.buf = appendJSONString(w.buf, x.Module+"."+x.Name)
 		w.buf = append(w.buf, '}')
 	default:
+		if items, ok := Items(v); ok {
+			return w.list(items, depth)
+		}
+		if ps, ok := Pairs(v); ok {
+			return w.pairs(ps, depth)
+		}
 		return w.reflected(v, depth)
 	}
 	return nil

@@ -40,10 +40,12 @@ func addPickleSeeds(f *testing.F) {
 // FuzzUnpickle: any input decodes or fails with an *UnpickleError, never panics
 // (the decoder's own recover is disabled here through a check of the error), within
 // the budgets and the memory bound (checkAccounting); a data-only result
-// re-encodes and decodes to the same value.
+// re-encodes and decodes to the same value; what decodes as data holds no Object
+// or Global in Objects mode either (HoldsObjects agrees with the type table).
 func FuzzUnpickle(f *testing.F) {
 	addPickleSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte) {
+		dataOK := false
 		for _, mode := range []Mode{DataOnly, Objects} {
 			opts := fuzzOpts
 			opts.Mode = mode
@@ -57,16 +59,18 @@ func FuzzUnpickle(f *testing.F) {
 				if strings.Contains(ue.Reason, "internal error") {
 					t.Fatalf("decoder panicked: %v", err)
 				}
-				for _, s := range []error{ErrBudget, ErrForbiddenOpcode, ErrForbiddenGlobal, ErrTruncated, ErrCycle, ErrMalformed} {
-					if errors.Is(err, s) {
-						return
-					}
+				if !hasSentinel(err) {
+					t.Fatalf("error without a sentinel: %v", err)
 				}
-				t.Fatalf("error without a sentinel: %v", err)
-			}
-			if mode == Objects {
 				continue
 			}
+			if mode == Objects {
+				if dataOK && HoldsObjects(v) {
+					t.Fatalf("decoded as data, but its objects-mode value holds an Object or Global: %s", repr(v))
+				}
+				continue
+			}
+			dataOK = true
 			p, err := Pickle(v)
 			if err != nil {
 				t.Fatalf("decoded %s but cannot re-encode it: %v", repr(v), err)
@@ -80,6 +84,15 @@ func FuzzUnpickle(f *testing.F) {
 			}
 		}
 	})
+}
+
+func hasSentinel(err error) bool {
+	for _, s := range []error{ErrBudget, ErrForbiddenOpcode, ErrForbiddenGlobal, ErrTruncated, ErrCycle, ErrMalformed} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // checkAccounting checks the memory bound on one decode: the decoder's accounted

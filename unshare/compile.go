@@ -2,7 +2,6 @@ package unshare
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +14,7 @@ import (
 	"syscall"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -71,7 +71,7 @@ type compiled struct {
 	exposes []policy.Expose // without those under /proc
 	ignores []policy.Ignore
 	net     *netPlan
-	seccomp json.RawMessage  // nil without seccomp
+	seccomp []byte           // the seccomp filter program; nil without seccomp
 	bind    *supervise.Stage // Landlock TCP bind rights (nil: not restricted)
 
 	resolver *needs.Resolver
@@ -102,25 +102,6 @@ const maxPlans = 64
 
 // ruleRef renders a rule as "file(line): raw".
 func ruleRef(r policy.Rule) string { return r.Ref.String() + ": " + r.Raw }
-
-// parseSize reads a size in bytes with an optional k, m or g suffix.
-func parseSize(s string) (uint64, error) {
-	s = strings.TrimSpace(strings.ToLower(s))
-	mult := uint64(1)
-	switch {
-	case strings.HasSuffix(s, "k"):
-		mult, s = 1<<10, s[:len(s)-1]
-	case strings.HasSuffix(s, "m"):
-		mult, s = 1<<20, s[:len(s)-1]
-	case strings.HasSuffix(s, "g"):
-		mult, s = 1<<30, s[:len(s)-1]
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || v == 0 || v > (1<<62)/mult {
-		return 0, errors.New("expected a size such as 64m")
-	}
-	return v * mult, nil
-}
 
 // compile translates a policy for a host.
 func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState) (*compiled, error) {
@@ -175,7 +156,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 				errs = append(errs, fmt.Errorf("%s: unshare.host-tmp takes yes or no", ruleRef(prm.Rule)))
 			}
 		case "tmp-size", "shm-size":
-			n, err := parseSize(v)
+			n, err := bytesize.Parse(v)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: unshare.%s: %v", ruleRef(prm.Rule), prm.Name, err))
 			} else if prm.Name == "tmp-size" {
@@ -243,9 +224,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		if err != nil {
 			return nil, fmt.Errorf("cannot build the seccomp filter: %w", err)
 		}
-		if c.seccomp, err = json.Marshal(supervise.SeccompConfig{BPF: prog.BPF()}); err != nil {
-			return nil, err
-		}
+		c.seccomp = prog.BPF()
 	}
 	return c, nil
 }

@@ -1,21 +1,14 @@
 package unshare
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
-
-// maxScan bounds the entries scanned in one exposed directory to find the paths
-// that ignore= rules hide.
-const maxScan = 10_000
 
 // hidden is a path an ignore= rule hides.
 type hidden struct {
@@ -94,49 +87,15 @@ func scan(exposes []policy.Expose, ignores []policy.Ignore, links map[[2]uint64]
 			res.hidden = append(res.hidden, hidden{path: e.Path, rule: ig.Rule})
 			continue
 		}
-		count := 0
-		var walk func(dir string) error
-		walk = func(dir string) error {
-			ents, err := os.ReadDir(dir)
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) && dir != e.Path {
-					return nil // removed meanwhile
-				}
-				return fmt.Errorf("cannot list %s to find the ignored paths: %w", dir, err)
-			}
-			for _, ent := range ents {
-				count++
-				if count > maxScan {
-					return fmt.Errorf("%s holds more than %d entries to scan for ignored paths", e.Path, maxScan)
-				}
-				p := filepath.Join(dir, ent.Name())
-				if slices.Contains(nested, p) {
-					continue // scanned on its own
-				}
-				if ig, ok := policy.IgnoredEntry(p, ignores); ok {
-					res.hidden = append(res.hidden, hidden{path: p, rule: ig.Rule})
-					continue
-				}
-				switch {
-				case ent.Type()&fs.ModeSymlink != 0:
-					// Never followed: its target has rules of its own.
-				case ent.IsDir():
-					if err := walk(p); err != nil {
-						return err
-					}
-				case ent.Type().IsRegular() && links != nil:
-					if info, err := ent.Info(); err == nil {
-						if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-							k := [2]uint64{st.Dev, st.Ino}
-							links[k] = append(links[k], p)
-						}
-					}
-				}
-			}
-			return nil
+		r := hostview.Scan(e.Path, nested, ignores, links != nil)
+		for _, h := range r.Hidden {
+			res.hidden = append(res.hidden, hidden{path: h.Path, rule: h.Rule})
 		}
-		if err := walk(e.Path); err != nil {
-			res.errs = append(res.errs, scanError{expose: e, err: err})
+		for k, l := range r.Links {
+			links[k] = append(links[k], l...)
+		}
+		if r.Err != nil {
+			res.errs = append(res.errs, scanError{expose: e, err: r.Err})
 		}
 	}
 	return res

@@ -161,7 +161,7 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 		stages = append(stages, *c.bind)
 	}
 	if c.seccomp != nil {
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, Config: c.seccomp})
+		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, BPF: c.seccomp})
 	}
 	var viewFiles []*os.File
 	if filters != nil {

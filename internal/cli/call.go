@@ -12,6 +12,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/transport"
 )
 
 // Exit codes of pysandboxes call.
@@ -91,13 +92,19 @@ func (o *callOptions) parseCallOperands(operands []string) error {
 		return usagef("function %q: expected MODULE:FUNC, such as json:dumps", o.fn)
 	}
 	for k, a := range operands[1:] {
-		v, err := decodeJSONArg(a)
+		v, err := transport.ParseJSON([]byte(a))
 		if err != nil {
-			return usagef("argument %d %s: not JSON: %v", k+1, quoteArg(a), err)
+			return usagef("argument %d %s: not JSON: %s", k+1, quoteArg(a), jsonReason(err))
 		}
 		o.args = append(o.args, v)
 	}
 	return o.check()
+}
+
+// jsonReason is what a transport.ParseJSON error says, without the package's
+// prefix.
+func jsonReason(err error) string {
+	return strings.TrimPrefix(err.Error(), "transport: json: ")
 }
 
 func quoteArg(s string) string {
@@ -166,7 +173,7 @@ func call(ctx context.Context, args []string, env *Env) int {
 		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", closeErr)
 		return ExitCallFailed
 	}
-	out, err := resultJSON(result)
+	out, err := transport.JSON(result)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes call: %s returned a value that cannot be printed: %v\n", o.fn, err)
 		return ExitCallFailed

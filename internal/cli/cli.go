@@ -1,5 +1,5 @@
 // Package cli implements the pysandboxes command line: check, run, probe, call,
-// eval, version and shell completion.
+// eval, diff, version and shell completion.
 //
 // Each subcommand is described once (a command: its options, whether it takes
 // --RULE=VALUE rule lines, its operands, its exit codes), and that description
@@ -52,6 +52,7 @@ func commands() []*command {
 		probeCommand(&probeOptions{}),
 		callCommand(&callOptions{}),
 		evalCommand(&evalOptions{}),
+		diffCommand(&diffOptions{}),
 		versionCommand(),
 		completionCommand(),
 	}
@@ -88,6 +89,8 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		return call(ctx, rest, env)
 	case "eval":
 		return evalCmd(ctx, rest, env)
+	case "diff":
+		return diffCmd(ctx, rest, env)
 	case "version", "--version":
 		return version(rest, env)
 	case "completion":

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/evalguard"
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
 
@@ -53,7 +53,7 @@ that starts with "-" follows "--": pysandboxes eval -- -1.
 			flag("exec", "", "run statements; print the names they bind", &o.exec),
 			&option{name: "names", arg: "JSON", help: "a JSON object: the names the code sees", set: o.setNames},
 			&option{name: "memory", arg: "SIZE", help: "address space of the evaluation's process (e.g. 512M)",
-				set: func(v string) (err error) { o.memory, err = parseSize(v); return err }},
+				set: func(v string) (err error) { o.memory, err = bytesize.Parse(v); return err }},
 		),
 		rules: true,
 		exits: []exitCode{
@@ -89,9 +89,9 @@ func (o *evalOptions) readSource(operands []string, stdin io.Reader) error {
 }
 
 func (o *evalOptions) setNames(value string) error {
-	v, err := decodeJSONArg(value)
+	v, err := transport.ParseJSON([]byte(value))
 	if err != nil {
-		return err
+		return errors.New(jsonReason(err))
 	}
 	d, ok := v.(transport.Dict)
 	if ok {
@@ -141,29 +141,14 @@ func evalCmd(ctx context.Context, args []string, env *Env) int {
 	eopts := []pysandboxes.EvalOption{pysandboxes.EvalProfile(o.profile)}
 	var value any
 	if o.exec {
-		var ns map[string]any
-		ns, err = sb.Exec(ctx, o.source, o.names, eopts...)
-		if err == nil {
-			keys := slices.Sorted(func(yield func(string) bool) {
-				for k := range ns {
-					if !yield(k) {
-						return
-					}
-				}
-			})
-			d := make(transport.Dict, len(keys))
-			for i, k := range keys {
-				d[i] = transport.Pair{Key: k, Value: ns[k]}
-			}
-			value = d
-		}
+		value, err = sb.Exec(ctx, o.source, o.names, eopts...) // a map: JSON sorts its keys
 	} else {
 		value, err = sb.Eval(ctx, o.source, o.names, eopts...)
 	}
 	if err != nil {
 		return evalFailure(env, err, o.verbose)
 	}
-	out, err := resultJSON(value)
+	out, err := transport.JSON(value)
 	if err != nil {
 		fmt.Fprintf(env.Stderr, "pysandboxes eval: the value cannot be printed: %v\n", err)
 		return ExitSandbox

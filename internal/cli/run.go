@@ -7,11 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 )
 
 // ExitTimeout is run's exit status when --timeout ended the command.
@@ -29,7 +29,7 @@ func runCommand(o *runOptions) *command {
 		return func(v string) (err error) { *p, err = parseDuration(v); return err }
 	}
 	size := func(p *uint64) func(string) error {
-		return func(v string) (err error) { *p, err = parseSize(v); return err }
+		return func(v string) (err error) { *p, err = bytesize.Parse(v); return err }
 	}
 	count := func(p *uint64) func(string) error {
 		return func(v string) (err error) {
@@ -55,7 +55,7 @@ status. The options end at "--" or at CMD, whichever comes first: what follows i
 			&option{name: "limit-nproc", arg: "N", help: "processes of the user (not applied to root by the kernel)", set: count(&o.limits.Processes)},
 			&option{name: "limit-fsize", arg: "SIZE", help: "size of a written file", set: size(&o.limits.FileSize)},
 			&option{name: "limit-output", arg: "SIZE", help: "bytes of output (stdout and stderr together)", set: func(v string) error {
-				n, err := parseSize(v)
+				n, err := bytesize.Parse(v)
 				o.limits.Output = int64(min(n, 1<<62))
 				return err
 			}},
@@ -86,30 +86,6 @@ func parseDuration(s string) (time.Duration, error) {
 		return 0, errors.New("expected a positive duration")
 	}
 	return d, nil
-}
-
-// parseSize reads a byte count with an optional binary suffix K, M, G or T.
-func parseSize(s string) (uint64, error) {
-	mult := uint64(1)
-	t := strings.TrimSuffix(strings.ToUpper(s), "B")
-	t = strings.TrimSuffix(t, "I")
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult, t = 1<<10, t[:n-1]
-		case 'M':
-			mult, t = 1<<20, t[:n-1]
-		case 'G':
-			mult, t = 1<<30, t[:n-1]
-		case 'T':
-			mult, t = 1<<40, t[:n-1]
-		}
-	}
-	n, err := strconv.ParseUint(t, 10, 64)
-	if err != nil || n == 0 || n > (1<<63)/mult {
-		return 0, errors.New("expected a positive size such as 4096, 64K or 512M")
-	}
-	return n * mult, nil
 }
 
 func run(ctx context.Context, args []string, env *Env) int {

@@ -13,24 +13,34 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// hit is an ignored path found by a scan.
-type hit struct {
-	path string
-	rule policy.Rule
+// Hit is an ignored path found by a Scan, with the rule that hides it.
+type Hit struct {
+	Path string
+	Rule policy.Rule
 }
 
-// scanResult is what the scan of one exposed directory found.
-type scanResult struct {
-	hidden []hit
-	links  map[[2]uint64][]string // regular files with several links, by device and inode
-	err    error
+// ScanResult is what the Scan of one exposed directory found.
+type ScanResult struct {
+	Hidden []Hit
+	// Links are the regular files with several links, by device and inode (when
+	// asked for).
+	Links map[[2]uint64][]string
+	// Err tells a scan that could not be made exact (what it found before is
+	// kept): a directory that cannot be listed, more than MaxScan entries.
+	Err error
 }
 
-// scan walks an exposed directory (bounded, without following symbolic links,
-// stopping at the exposed directories nested in it, which are scanned on their
-// own) and lists what the ignore= rules hide there.
-func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
-	res := scanResult{links: map[[2]uint64][]string{}}
+// Scan walks the exposed directory root (bounded by MaxScan entries, without
+// following symbolic links, stopping at the exposed directories nested in it,
+// which are scanned on their own) and lists what the ignore= rules hide there;
+// with links, it also records the regular files that have several links (other
+// links to a hidden file are the same file). It is the one scan of every
+// provider that enforces ignore=.
+func Scan(root string, nested []string, ignores []policy.Ignore, links bool) ScanResult {
+	var res ScanResult
+	if links {
+		res.Links = map[[2]uint64][]string{}
+	}
 	count := 0
 	var walk func(dir string) error
 	walk = func(dir string) error {
@@ -48,30 +58,31 @@ func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
 			}
 			p := filepath.Join(dir, e.Name())
 			if slices.Contains(nested, p) {
-				continue
+				continue // scanned on its own
 			}
 			if ig, ok := policy.IgnoredEntry(p, ignores); ok {
-				res.hidden = append(res.hidden, hit{path: p, rule: ig.Rule})
+				res.Hidden = append(res.Hidden, Hit{Path: p, Rule: ig.Rule})
 				continue
 			}
 			switch {
 			case e.Type()&fs.ModeSymlink != 0:
+				// Never followed: a link resolves to a path that has its own rules.
 			case e.IsDir():
 				if err := walk(p); err != nil {
 					return err
 				}
-			case e.Type().IsRegular():
+			case e.Type().IsRegular() && links:
 				if info, err := e.Info(); err == nil {
 					if st, ok := info.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
 						k := [2]uint64{st.Dev, st.Ino}
-						res.links[k] = append(res.links[k], p)
+						res.Links[k] = append(res.Links[k], p)
 					}
 				}
 			}
 		}
 		return nil
 	}
-	res.err = walk(root)
+	res.Err = walk(root)
 	return res
 }
 
@@ -94,7 +105,7 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 		return nil, nil
 	}
 	var scanErrs []*ScanError
-	var hits []hit
+	var hits []Hit
 	all := map[[2]uint64][]string{}
 	served := func(path string) bool {
 		return slices.ContainsFunc(p.Served, func(s string) bool { return Within(path, s) })
@@ -104,7 +115,7 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 			continue // the filter hides what ignore= hides there
 		}
 		if ig, ok := policy.IgnoredByAbsolute(e.Path, p.Ignores); ok {
-			hits = append(hits, hit{path: e.Path, rule: ig.Rule})
+			hits = append(hits, Hit{Path: e.Path, Rule: ig.Rule})
 			continue
 		}
 		var nested []string
@@ -113,12 +124,12 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 				nested = append(nested, o.Path)
 			}
 		}
-		res := scan(e.Path, nested, p.Ignores)
-		if res.err != nil {
-			scanErrs = append(scanErrs, &ScanError{Rules: ignoreRules(p.Ignores), Dir: e.Path, Err: res.err})
+		res := Scan(e.Path, nested, p.Ignores, true)
+		if res.Err != nil {
+			scanErrs = append(scanErrs, &ScanError{Rules: ignoreRules(p.Ignores), Dir: e.Path, Err: res.Err})
 		}
-		hits = append(hits, res.hidden...)
-		for k, l := range res.links {
+		hits = append(hits, res.Hidden...)
+		for k, l := range res.Links {
 			all[k] = append(all[k], l...)
 		}
 	}
@@ -138,26 +149,26 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 		}
 		for _, m := range matches {
 			if !served(m) {
-				hits = append(hits, hit{path: m, rule: ig.Rule})
+				hits = append(hits, Hit{Path: m, Rule: ig.Rule})
 			}
 		}
 	}
 	// Other hard links to an ignored file.
 	for _, h := range slices.Clone(hits) {
 		var st syscall.Stat_t
-		if syscall.Lstat(h.path, &st) != nil || st.Nlink < 2 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
+		if syscall.Lstat(h.Path, &st) != nil || st.Nlink < 2 || st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 			continue
 		}
 		for _, other := range all[[2]uint64{st.Dev, st.Ino}] {
-			if other != h.path {
-				hits = append(hits, hit{path: other, rule: h.rule})
+			if other != h.Path {
+				hits = append(hits, Hit{Path: other, Rule: h.Rule})
 			}
 		}
 	}
 	// Resolve every hit to what the sandbox shows.
 	var out []Mask
 	for _, h := range hits {
-		real, err := filepath.EvalSymlinks(h.path)
+		real, err := filepath.EvalSymlinks(h.Path)
 		if err != nil {
 			continue // gone, or a dangling link: nothing to show
 		}
@@ -172,7 +183,7 @@ func (p *Planner) masks(v *View) ([]Mask, []*ScanError) {
 		if slices.ContainsFunc(out, func(m Mask) bool { return m.Path == real }) {
 			continue
 		}
-		out = append(out, Mask{Path: real, Dir: st.IsDir(), Rule: h.rule})
+		out = append(out, Mask{Path: real, Dir: st.IsDir(), Rule: h.Rule})
 	}
 	// Drop the masks inside another one; parents first.
 	slices.SortFunc(out, func(a, b Mask) int {

@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pysandboxes/pysandboxes/internal/netif"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -168,8 +169,8 @@ func prepareHere(egress, routeLocalnet bool) error {
 	if err := checkFresh(); err != nil {
 		return err
 	}
-	if err := linkUp("lo"); err != nil {
-		return err
+	if err := netif.Up("lo"); err != nil {
+		return fmt.Errorf("bringing lo up: %w", err)
 	}
 	if !egress {
 		return nil

@@ -11,7 +11,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -125,35 +124,6 @@ func checkFresh() error {
 		if name = strings.TrimSpace(name); ok && name != "lo" {
 			return fmt.Errorf("it already has the interface %s (a sandbox's network namespace must have lo only)", name)
 		}
-	}
-	return nil
-}
-
-// ifreqFlags is struct ifreq with ifr_flags.
-type ifreqFlags struct {
-	name  [unix.IFNAMSIZ]byte
-	flags uint16
-	_     [22]byte
-}
-
-// linkUp brings the interface of the calling thread's namespace up.
-func linkUp(name string) error {
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("bringing %s up: %w", name, err)
-	}
-	defer unix.Close(s)
-	var req ifreqFlags
-	copy(req.name[:], name)
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s), unix.SIOCGIFFLAGS, uintptr(unsafe.Pointer(&req))); e != 0 {
-		return fmt.Errorf("bringing %s up: %w", name, e)
-	}
-	if req.flags&unix.IFF_UP != 0 {
-		return nil
-	}
-	req.flags |= unix.IFF_UP
-	if _, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(s), unix.SIOCSIFFLAGS, uintptr(unsafe.Pointer(&req))); e != 0 {
-		return fmt.Errorf("bringing %s up: %w", name, e)
 	}
 	return nil
 }

@@ -38,12 +38,15 @@ type Namespace struct {
 // Session is the filter installed in one namespace and its egress stack. Close
 // it when the sandbox ended.
 type Session struct {
-	once  sync.Once
-	err   error
-	nsFD  int
-	path  string
-	user  string // the sandbox's user namespace, when set up through the helper
-	table bool   // the table was (or may have been) installed
+	once sync.Once
+	err  error
+	nsFD int
+	path string
+	user string // the sandbox's user namespace, when set up through the helper
+	// userFD holds the user namespace that owns the network namespace (s.user
+	// names it through /proc/PID/fd) while the session lasts; -1 when none.
+	userFD int
+	table  bool // the table was (or may have been) installed
 	// keepTable: Close leaves the table to the namespace, which ends with its
 	// processes (a /proc/PID path); removing it would only cost RCU grace periods.
 	keepTable bool
@@ -84,9 +87,17 @@ func (f *Filter) Setup(ctx context.Context, ns Namespace) (*Session, error) {
 	if err != nil {
 		return nil, fmt.Errorf("netfilter: %w", err)
 	}
-	s := &Session{nsFD: fd, path: path}
+	s := &Session{nsFD: fd, path: path, userFD: -1}
 	if !priv {
 		s.user = ns.User
+		// The user namespace to join is the one that owns the network
+		// namespace: a sandbox may run in a user namespace nested in it (bwrap's
+		// --disable-userns does that), where joining gives no power over the
+		// network namespace.
+		if owner, err := unix.IoctlRetInt(fd, unix.NS_GET_USERNS); err == nil {
+			s.userFD = owner
+			s.user = "/proc/" + strconv.Itoa(os.Getpid()) + "/fd/" + strconv.Itoa(owner)
+		}
 	}
 	fail := func(err error) (*Session, error) {
 		s.Close() // removes the table, whatever the namespace
@@ -98,7 +109,7 @@ func (f *Filter) Setup(ctx context.Context, ns Namespace) (*Session, error) {
 	} else {
 		// One run of the helper checks, prepares and installs the table.
 		s.table = f.egress
-		err = runHelper(ctx, ns.User, path, helperJob{Op: "setup", Egress: f.egress, RouteLocalnet: routeLocalnet, Chains: f.rs.wire()})
+		err = runHelper(ctx, s.user, path, helperJob{Op: "setup", Egress: f.egress, RouteLocalnet: routeLocalnet, Chains: f.rs.wire()})
 	}
 	if err != nil {
 		return fail(err)
@@ -117,7 +128,7 @@ func (f *Filter) Setup(ctx context.Context, ns Namespace) (*Session, error) {
 	go func() {
 		cfg := slirpConfig{netns: path, root: priv, hostLoop: f.hostLoop, api: len(f.forwards) > 0}
 		if !priv {
-			cfg.userns = ns.User
+			cfg.userns = s.user
 		}
 		sl, err := startSlirp(ctx, cfg)
 		sc <- started{sl, err}
@@ -202,6 +213,10 @@ func (s *Session) Close() error {
 		if s.nsFD >= 0 {
 			unix.Close(s.nsFD)
 			s.nsFD = -1
+		}
+		if s.userFD >= 0 {
+			unix.Close(s.userFD)
+			s.userFD = -1
 		}
 		s.err = errors.Join(errs...)
 	})

@@ -5,8 +5,6 @@
 package nsutil
 
 import (
-	"encoding/json"
-
 	"golang.org/x/sys/unix"
 
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -62,9 +60,5 @@ func ListenStage(n *policy.Network) (*supervise.Stage, error) {
 	if all {
 		return nil, nil
 	}
-	b, err := json.Marshal(cfg)
-	if err != nil {
-		return nil, err
-	}
-	return &supervise.Stage{Kind: supervise.StageLandlock, Config: b}, nil
+	return &supervise.Stage{Kind: supervise.StageLandlock, Landlock: &cfg}, nil
 }

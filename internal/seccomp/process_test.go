@@ -8,7 +8,6 @@ import (
 	"context"
 	_ "embed"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -54,11 +53,7 @@ func supervised(t *testing.T, bpf []byte, env []string, path string, args ...str
 	t.Helper()
 	spec := supervise.Spec{Path: path, Args: append([]string{path}, args...)}
 	if bpf != nil {
-		cfg, err := json.Marshal(supervise.SeccompConfig{BPF: bpf})
-		if err != nil {
-			t.Fatal(err)
-		}
-		spec.Stages = []supervise.Stage{{Kind: supervise.StageSeccomp, Config: cfg}}
+		spec.Stages = []supervise.Stage{{Kind: supervise.StageSeccomp, BPF: bpf}}
 	}
 	if env == nil {
 		env = []string{"PATH=/usr/bin:/bin", "LANG=C.UTF-8"}

@@ -3,20 +3,7 @@
 package supervise
 
 /*
-extern const char pysb_marker[];
-extern const char pysb_version[];
-extern const int pysb_sig_host_died;
-extern const int pysb_sig_terminate;
-extern const unsigned long pysb_max_spec;
-extern const int pysb_max_stages;
-extern const int pysb_max_rlimits;
-extern const int pysb_max_extra;
-extern const int pysb_max_bpf_insns;
-extern const int pysb_max_records;
-extern const int pysb_max_root_ops;
-extern const int pysb_max_view_ops;
-
-int pysb_parse_check(char *buf, size_t size, char *err, size_t errsize);
+#include "supervisor_linux.h"
 
 static const char *pysb_get_marker(void) { return pysb_marker; }
 static const char *pysb_get_version(void) { return pysb_version; }

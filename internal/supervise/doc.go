@@ -20,8 +20,11 @@
 //
 // # Two supervisors, one protocol
 //
-// In a cgo build (the default) the supervisor is written in C (supervisor_linux.c): a
-// constructor recognises the marker at process start, before the Go runtime is
+// In a cgo build (the default) the supervisor is written in C (supervisor_linux.c
+// and its sections, supervisor_wire_linux.c for the spec, supervisor_child_linux.c
+// for the stages and the program's start, supervisor_ns_linux.c and
+// supervisor_view_linux.c for the namespaces and the host view, which share
+// supervisor_linux.h): a constructor recognises the marker at process start, before the Go runtime is
 // initialised, does all of the above with plain system calls and exits, so the Go
 // runtime of the host binary never starts. For any other argv[0] it returns at once
 // (one string comparison). It starts the program with clone(CLONE_VM|CLONE_VFORK)

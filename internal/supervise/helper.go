@@ -287,7 +287,7 @@ func (h *helper) confineAndStart(files []uintptr) (int, error) {
 		if err := st.apply(); err != nil {
 			// Without its errno: the host must report a sandbox that could not be
 			// set up, not a program that does not exist (ENOENT) or cannot run.
-			return 0, errors.New("cannot apply " + st.kind + ": " + err.Error())
+			return 0, errors.New("cannot apply " + st.Kind + ": " + err.Error())
 		}
 	}
 	stop := len(h.spec.rlimits) > 0

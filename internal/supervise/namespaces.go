@@ -22,16 +22,16 @@ import (
 // in there).
 type Namespaces struct {
 	// UID and GID are the host ids of the sandbox's root.
-	UID int `json:"uid"`
-	GID int `json:"gid"`
+	UID int
+	GID int
 	// Wait makes the supervisor report that its namespaces and root are ready and
 	// wait for the host's go-ahead (Handle.StartReady) before starting the
 	// program.
-	Wait bool `json:"wait,omitempty"`
+	Wait bool
 	// Loopback brings up the loopback interface of the new network namespace.
-	Loopback bool `json:"lo,omitempty"`
+	Loopback bool
 	// Root builds the sandbox's root.
-	Root []RootOp `json:"root,omitempty"`
+	Root []RootOp
 }
 
 // RootOpKind is what a RootOp does.
@@ -113,13 +113,13 @@ const (
 
 // RootOp is one operation that builds the sandbox's root.
 type RootOp struct {
-	Kind   RootOpKind `json:"op"`
-	Path   string     `json:"path"`
-	Source string     `json:"src,omitempty"`
-	Data   []byte     `json:"data,omitempty"`
-	Mode   uint32     `json:"mode,omitempty"`
-	Size   uint64     `json:"size,omitempty"`
-	Flags  RootFlags  `json:"flags,omitempty"`
+	Kind   RootOpKind
+	Path   string
+	Source string
+	Data   []byte
+	Mode   uint32
+	Size   uint64
+	Flags  RootFlags
 }
 
 func (op RootOp) String() string {

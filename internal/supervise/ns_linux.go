@@ -11,11 +11,12 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/netif"
 	"golang.org/x/sys/unix"
 )
 
 // The Go supervisor's side of Namespaces: the same steps as setup_ns in
-// supervisor_linux.c, with the same messages.
+// supervisor_ns_linux.c, with the same messages.
 
 // rootError is a failure to build the sandbox's root.
 func rootError(format string, args ...any) error {
@@ -38,7 +39,7 @@ type nsRoot struct {
 	hostproc int // the host's /proc (O_PATH)
 	cwd      string
 	masks    [2]int
-	// The last parent directory opened (see at_parent in supervisor_linux.c).
+	// The last parent directory opened (see at_parent in supervisor_ns_linux.c).
 	dirPath string
 	dirFD   int
 }
@@ -376,22 +377,10 @@ func (r *nsRoot) rebind(path string) error {
 		unix.MOUNT_ATTR_RDONLY|unix.MOUNT_ATTR_NOSUID|unix.MOUNT_ATTR_NODEV|unix.MOUNT_ATTR_NOEXEC, "read-only")
 }
 
+// loopbackUp brings lo up, with the C supervisor's messages.
 func loopbackUp() error {
-	s, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("cannot bring the loopback interface up: socket: %s", errText(err))
-	}
-	defer unix.Close(s)
-	ifr, err := unix.NewIfreq("lo")
-	if err == nil {
-		err = unix.IoctlIfreq(s, unix.SIOCGIFFLAGS, ifr)
-	}
-	if err == nil {
-		ifr.SetUint16(ifr.Uint16() | unix.IFF_UP | unix.IFF_RUNNING)
-		err = unix.IoctlIfreq(s, unix.SIOCSIFFLAGS, ifr)
-	}
-	if err != nil {
-		return fmt.Errorf("cannot bring the loopback interface up: %s", errText(err))
+	if err := netif.Up("lo"); err != nil {
+		return fmt.Errorf("cannot bring the loopback interface up: %v", err)
 	}
 	return nil
 }
@@ -437,7 +426,7 @@ func setupNS(ns *wireNS) (int, error) {
 }
 
 func (r *nsRoot) build(ns *wireNS) error {
-	// See setup_ns in supervisor_linux.c: the new root is a tmpfs over the host's
+	// See setup_ns in supervisor_ns_linux.c: the new root is a tmpfs over the host's
 	// /proc.
 	if err := unix.Mount("tmpfs", "/proc", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755,size=4m"); err != nil {
 		return rootError("mount the root tmpfs: %s", errText(err))
@@ -644,7 +633,7 @@ func readAt(dir int, name string) ([]byte, error) {
 // inner supervisor (this binary again, as markerGoNS) in new namespaces, with the
 // same descriptors and the spec, its id maps written by the runtime, then relays
 // the host's signals to it and mirrors its end (the inner one reports everything
-// on the status pipe). See enter_ns in supervisor_linux.c.
+// on the status pipe). See enter_ns in supervisor_ns_linux.c.
 func (h *helper) runOuter() int {
 	ns := h.spec.ns
 	sf, err := specFile(h.raw)

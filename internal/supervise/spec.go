@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"encoding/json"
 	"os"
 	"syscall"
 )
@@ -32,45 +31,37 @@ const (
 // Rlimit is one resource limit applied to the program: Value is the soft limit, and
 // the hard limit too unless Hard is larger.
 type Rlimit struct {
-	Resource int    `json:"r"`
-	Value    uint64 `json:"v"`
-	Hard     uint64 `json:"h,omitempty"`
+	Resource int
+	Value    uint64
+	Hard     uint64
 }
 
 // Spec describes the program to start and the restrictions to apply to it.
 type Spec struct {
 	// Path is the absolute path of the program; Args its argv (Args[0] included).
-	Path string   `json:"path"`
-	Args []string `json:"args"`
+	Path string
+	Args []string
 	// ExtraFiles is the number of inherited descriptors from 3 up that the program
 	// must receive (the caller's extra files).
-	ExtraFiles int `json:"extra,omitempty"`
+	ExtraFiles int
 	// Rlimits are applied to the program.
-	Rlimits []Rlimit `json:"rlimits,omitempty"`
+	Rlimits []Rlimit
 	// Stages are applied in order to the thread that starts the program (see the
 	// Stage kinds).
-	Stages []Stage `json:"stages,omitempty"`
+	Stages []Stage
 	// Namespaces, when not nil, runs the supervisor and the program in new
 	// namespaces under a root of their own (see Namespaces).
-	Namespaces *Namespaces `json:"ns,omitempty"`
+	Namespaces *Namespaces
 	// View, when not nil, changes the program's view of the host's files first
 	// (see View); with Namespaces it is made before them, by the supervisor
 	// outside.
-	View *View `json:"view,omitempty"`
+	View *View
 	// ViewFiles are descriptors the View's operations use (the /dev/fuse
 	// descriptors of ViewFuse): the supervisor receives them, the program never.
-	ViewFiles []*os.File `json:"-"`
+	ViewFiles []*os.File
 
 	// Filled in by Command (StatusFD is 3 + ExtraFiles; the spec itself is read
 	// from the next descriptor).
-	StatusFD int `json:"status_fd"`
-	HostPID  int `json:"host_pid"`
-}
-
-// Stage is one restriction applied by the supervisor before it starts the program.
-type Stage struct {
-	// Kind names a registered stage.
-	Kind string `json:"kind"`
-	// Config is the stage's own encoding of what to apply.
-	Config json.RawMessage `json:"config,omitempty"`
+	StatusFD int
+	HostPID  int
 }

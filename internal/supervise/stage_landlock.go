@@ -10,11 +10,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// LandlockConfig is the Config of a StageLandlock stage: a Landlock ruleset, built
-// by the host (package landlock) and applied by the supervisor to the one thread
-// that starts the program, with raw system calls (landlock_create_ruleset,
-// landlock_add_rule, landlock_restrict_self on the calling thread only). Any
-// failure is an error, and the program then never starts.
+// LandlockConfig is the configuration of a StageLandlock stage: a Landlock
+// ruleset, built by the host (package landlock) and applied by the supervisor to
+// the one thread that starts the program, with raw system calls
+// (landlock_create_ruleset, landlock_add_rule, landlock_restrict_self on the
+// calling thread only). Any failure is an error, and the program then never
+// starts.
 type LandlockConfig struct {
 	// ABI is the Landlock ABI the ruleset is written for: a kernel that offers less
 	// refuses the stage.

@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -35,10 +34,6 @@ func requireABI(t *testing.T, v int) int {
 // thread is never given back to the runtime: it ends with the goroutine.
 func onRestrictedThread(t *testing.T, cfg LandlockConfig, f func()) error {
 	t.Helper()
-	raw, err := json.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
 	done := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked
@@ -46,7 +41,7 @@ func onRestrictedThread(t *testing.T, cfg LandlockConfig, f func()) error {
 			done <- err
 			return
 		}
-		if err := applyStage(Stage{Kind: StageLandlock, Config: raw}); err != nil {
+		if err := applyStage(Stage{Kind: StageLandlock, Landlock: &cfg}); err != nil {
 			done <- err
 			return
 		}
@@ -150,8 +145,8 @@ func TestLandlockStageFailsClosed(t *testing.T) {
 			}
 		})
 	}
-	if err := applyStage(Stage{Kind: StageLandlock, Config: json.RawMessage(`{"abi":"x"}`)}); err == nil {
-		t.Error("bad JSON accepted")
+	if err := applyStage(Stage{Kind: StageLandlock}); err == nil || !strings.Contains(err.Error(), "no ruleset") {
+		t.Errorf("a landlock stage without its ruleset: %v, want an error naming it", err)
 	}
 	// Optional paths that vanished, even with their base, are skipped.
 	ok := LandlockConfig{ABI: 1, FS: llRead, Paths: []LandlockPaths{

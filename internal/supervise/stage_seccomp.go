@@ -2,7 +2,6 @@ package supervise
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
@@ -11,29 +10,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// SeccompConfig is the Config of a StageSeccomp stage.
-type SeccompConfig struct {
-	// BPF is the filter program: an array of struct sock_filter in native byte order.
-	BPF []byte `json:"bpf"`
-}
-
 // bpfMaxInstructions is the kernel's limit on the length of a filter (BPF_MAXINSNS).
 const bpfMaxInstructions = 4096
 
-// applySeccomp installs the filter of raw on the calling thread only: no
+// applySeccompBPF installs the filter program bpf on the calling thread only: no
 // SECCOMP_FILTER_FLAG_TSYNC, the supervisor's other threads stay free. It sets
 // no_new_privs first (installing a filter without CAP_SYS_ADMIN requires it).
 // The program, forked from this thread, inherits both; so do its descendants, and
 // no filter can be removed. Any failure is an error: the program never starts.
-func applySeccomp(raw json.RawMessage) error {
-	bpf, err := decodeSeccomp(raw)
-	if err != nil {
-		return err
-	}
-	return applySeccompBPF(bpf)
-}
-
-// applySeccompBPF installs the filter program bpf on the calling thread only.
 func applySeccompBPF(bpf []byte) error {
 	prog, err := decodeBPF(bpf)
 	if err != nil {

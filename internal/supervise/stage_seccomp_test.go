@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -54,11 +53,7 @@ func denyMkdir() []byte {
 
 func seccompStage(t testing.TB, bpf []byte) Stage {
 	t.Helper()
-	cfg, err := json.Marshal(SeccompConfig{BPF: bpf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Stage{Kind: StageSeccomp, Config: cfg}
+	return Stage{Kind: StageSeccomp, BPF: bpf}
 }
 
 // onThrowawayThread runs f on an OS thread of its own that is never given back:
@@ -106,14 +101,14 @@ func TestDecodeBPF(t *testing.T) {
 }
 
 func TestApplySeccompRefusesBadConfig(t *testing.T) {
-	for _, raw := range []string{`nonsense`, `{"bpf": 12}`, `{}`, `{"bpf": "AAAAAAAAAA=="}`} {
+	for _, bpf := range [][]byte{nil, {}, make([]byte, 7), make([]byte, 9)} {
 		var err error
 		// Nothing may be applied before the checks: run on a thread of our own anyway.
-		if err2 := onThrowawayThread(func() error { err = applySeccomp(json.RawMessage(raw)); return nil }, nil); err2 != nil {
+		if err2 := onThrowawayThread(func() error { err = applyStage(seccompStage(t, bpf)); return nil }, nil); err2 != nil {
 			t.Fatal(err2)
 		}
 		if err == nil || !strings.HasPrefix(err.Error(), "seccomp stage: ") {
-			t.Errorf("applySeccomp(%s) = %v, want an error", raw, err)
+			t.Errorf("applyStage(seccomp, %d bytes) = %v, want an error", len(bpf), err)
 		}
 	}
 }
@@ -123,7 +118,7 @@ func TestApplySeccompRefusesBadConfig(t *testing.T) {
 func TestApplySeccompKernelRefuses(t *testing.T) {
 	b := denyMkdir()
 	b[8+2] = 200 // Jt of the first JEQ: far past the end
-	err := onThrowawayThread(func() error { return applySeccomp(seccompStage(t, b).Config) }, nil)
+	err := onThrowawayThread(func() error { return applyStage(seccompStage(t, b)) }, nil)
 	if !errors.Is(err, unix.EINVAL) {
 		t.Fatalf("applySeccomp(bad jump) = %v, want EINVAL", err)
 	}
@@ -152,7 +147,7 @@ func TestApplySeccompCallingThreadOnly(t *testing.T) {
 	var seccompMode, nnp string
 	var others []string
 	err := onThrowawayThread(func() error {
-		return applySeccomp(seccompStage(t, denyMkdir()).Config)
+		return applyStage(seccompStage(t, denyMkdir()))
 	}, func(tid int) {
 		confinedErr = os.Mkdir(filepath.Join(dir, "confined"), 0o755)
 		seccompMode = statusField(t, tid, "Seccomp")
@@ -268,10 +263,10 @@ func TestSeccompStageFailsClosed(t *testing.T) {
 		bad := denyMkdir()
 		bad[8+2] = 200
 		for name, stage := range map[string]Stage{
-			"truncated":        seccompStage(t, bad[:13]),
-			"empty":            seccompStage(t, nil),
-			"kernel refuses":   seccompStage(t, bad),
-			"not JSON for BPF": {Kind: StageSeccomp, Config: json.RawMessage(`{"bpf": true}`)},
+			"truncated":      seccompStage(t, bad[:13]),
+			"empty":          seccompStage(t, nil),
+			"kernel refuses": seccompStage(t, bad),
+			"no program":     {Kind: StageSeccomp},
 		} {
 			_, _, err := runSupervisedWith(t, im, Spec{Path: "/usr/bin/touch", Args: []string{"touch", marker}, Stages: []Stage{stage}})
 			var se *StartError

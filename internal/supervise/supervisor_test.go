@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -272,8 +273,7 @@ func TestStageErrorsHaveNoErrno(t *testing.T) {
 	bad := denyMkdir()
 	bad[8+2] = 200
 	ll := func(cfg LandlockConfig) Stage {
-		raw, _ := json.Marshal(cfg)
-		return Stage{Kind: StageLandlock, Config: raw}
+		return Stage{Kind: StageLandlock, Landlock: &cfg}
 	}
 	cases := map[string]struct {
 		stage Stage
@@ -328,10 +328,9 @@ func TestLandlockConfinesProgram(t *testing.T) {
 			{Access: llRead | llWrite, Base: dir, Paths: []string{"f"}},
 			{Access: llRead, Base: dir + "/gone", Optional: []string{"x"}},
 		}}
-		raw, _ := json.Marshal(cfg)
 		script := `cat ` + dir + `/f; echo; echo x >> ` + dir + `/f && echo appended; ls ` + dir + ` || echo "ls refused"; cat /proc/self/status || echo "proc refused"`
 		out, ws, err := runSupervisedWith(t, im, Spec{Path: "/usr/bin/sh", Args: []string{"sh", "-c", script},
-			Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageLandlock, Config: raw}}})
+			Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageLandlock, Landlock: &cfg}}})
 		if err != nil {
 			t.Fatalf("start: %v", err)
 		}
@@ -351,9 +350,9 @@ func TestLimits(t *testing.T) {
 	requireABI(t, 1)
 	var cur unix.Rlimit
 	unix.Getrlimit(unix.RLIMIT_NOFILE, &cur)
-	raw, _ := json.Marshal(LandlockConfig{ABI: 1, FS: llRead | unix.LANDLOCK_ACCESS_FS_EXECUTE,
+	cfg := (LandlockConfig{ABI: 1, FS: llRead | unix.LANDLOCK_ACCESS_FS_EXECUTE,
 		Paths: []LandlockPaths{{Access: llRead | unix.LANDLOCK_ACCESS_FS_EXECUTE, Paths: []string{"/"}}}})
-	stages := []Stage{{Kind: StageNoNewPrivs}, {Kind: StageDropCapabilities}, {Kind: StageLandlock, Config: raw}}
+	stages := []Stage{{Kind: StageNoNewPrivs}, {Kind: StageDropCapabilities}, {Kind: StageLandlock, Landlock: &cfg}}
 	forEachImpl(t, func(t *testing.T, im impl) {
 		out, _, err := runSupervisedWith(t, im, Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "ulimit -n; ulimit -Hn; ulimit -f"},
 			Rlimits: []Rlimit{{Resource: unix.RLIMIT_NOFILE, Value: 4}, {Resource: unix.RLIMIT_FSIZE, Value: 10 << 10}},
@@ -716,12 +715,11 @@ func FuzzWireParity(f *testing.F) {
 			f.Add([]byte(tc.wire))
 		}
 	}
-	ll, _ := json.Marshal(LandlockConfig{ABI: 4, FS: 7, Net: 3, Paths: []LandlockPaths{{Access: 5, Base: "/a", Paths: []string{"b\tc"}, Optional: []string{"d"}}},
+	ll := (LandlockConfig{ABI: 4, FS: 7, Net: 3, Paths: []LandlockPaths{{Access: 5, Base: "/a", Paths: []string{"b\tc"}, Optional: []string{"d"}}},
 		Ports: []LandlockPorts{{Access: 2, Lo: 80, Hi: 81}}})
-	sc, _ := json.Marshal(SeccompConfig{BPF: denyMkdir()})
 	good, err := encodeWire(&Spec{Path: "/bin/sh", Args: []string{"sh", "-c", "echo \\n"}, HostPID: 7, ExtraFiles: 1,
 		Rlimits: []Rlimit{{Resource: 7, Value: 64}},
-		Stages:  []Stage{{Kind: StageNoNewPrivs}, {Kind: StageLandlock, Config: ll}, {Kind: StageSeccomp, Config: sc}}}, []string{"A=b"})
+		Stages:  []Stage{{Kind: StageNoNewPrivs}, {Kind: StageLandlock, Landlock: &ll}, {Kind: StageSeccomp, BPF: denyMkdir()}}}, []string{"A=b"})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -740,11 +738,10 @@ func TestWireRoundTrip(t *testing.T) {
 	ll := LandlockConfig{ABI: 7, FS: 0xffff, Net: 3, Scoped: 3,
 		Paths: []LandlockPaths{{Access: 5, Base: "/a\tb", Paths: []string{"x\ny", `z\`}, Optional: []string{"o"}}, {Access: 1, Optional: []string{"/q"}}},
 		Ports: []LandlockPorts{{Access: 2, Lo: 1, Hi: 65535}}}
-	llRaw, _ := json.Marshal(ll)
 	spec := Spec{Path: "/bin/\\sh", Args: []string{"sh", "", "\t"}, ExtraFiles: 2, HostPID: 42,
 		Rlimits: []Rlimit{{Resource: 7, Value: 10}, {Resource: 0, Value: 1, Hard: 2}},
-		Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageDropCapabilities}, {Kind: StageLandlock, Config: llRaw},
-			seccompStage(t, denyMkdir()), {Kind: "other", Config: json.RawMessage(`{"ignored":1}`)}}}
+		Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageDropCapabilities}, {Kind: StageLandlock, Landlock: &ll},
+			seccompStage(t, denyMkdir()), {Kind: "other", BPF: []byte("ignored")}}}
 	env := []string{"A=1", "B=\n"}
 	b, err := encodeWire(&spec, env)
 	if err != nil {
@@ -755,8 +752,8 @@ func TestWireRoundTrip(t *testing.T) {
 		t.Fatalf("%v\n%s", err, b)
 	}
 	want := &wireSpec{hostPID: 42, extra: 2, path: spec.Path, args: spec.Args, env: env, rlimits: spec.Rlimits,
-		stages: []wireStage{{kind: StageNoNewPrivs}, {kind: StageDropCapabilities}, {kind: StageLandlock, landlock: &ll},
-			{kind: StageSeccomp, bpf: denyMkdir()}, {kind: "other"}}}
+		stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageDropCapabilities}, {Kind: StageLandlock, Landlock: &ll},
+			{Kind: StageSeccomp, BPF: denyMkdir()}, {Kind: "other"}}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("decoded\n%+v\nwant\n%+v", got, want)
 	}
@@ -774,9 +771,11 @@ func TestCommandRefuses(t *testing.T) {
 		{Spec{Path: "/bin/tr\x00ue"}, nil, "NUL"},
 		{Spec{Path: "/bin/true", Args: []string{"a\x00"}}, nil, "NUL"},
 		{Spec{Path: "/bin/true"}, []string{"A=\x00"}, "NUL"},
-		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageLandlock, Config: json.RawMessage(`{"abi":1,"paths":[{"a":1,"p":["/x\u0000"]}]}`)}}}, nil, "NUL"},
-		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageLandlock, Config: json.RawMessage(`{"abi":"x"}`)}}}, nil, "cannot apply landlock: bad configuration"},
-		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageSeccomp}}}, nil, "cannot apply seccomp: seccomp stage: bad config"},
+		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageLandlock, Landlock: &LandlockConfig{ABI: 1, Paths: []LandlockPaths{{Access: 1, Paths: []string{"/x\x00"}}}}}}}, nil, "NUL"},
+		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageLandlock}}}, nil, "cannot apply landlock: bad configuration: no ruleset"},
+		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageSetIdentity}}}, nil, "cannot apply set-identity: bad configuration: no identity"},
+		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageSetIdentity, Identity: &Identity{UID: math.MaxUint32}}}}, nil, "cannot apply set-identity: bad identity"},
+		{Spec{Path: "/bin/true", Stages: []Stage{{Kind: StageSeccomp}}}, nil, "cannot apply seccomp: seccomp stage: empty filter program"},
 		{Spec{Path: "/bin/true", Stages: make([]Stage, maxStages+1)}, nil, "stages"},
 		{Spec{Path: "/bin/true", Rlimits: make([]Rlimit, maxRlimits+1)}, nil, "resource limits"},
 		{Spec{Path: "/bin/true", Rlimits: []Rlimit{{Resource: -1}}}, nil, "bad resource limit"},

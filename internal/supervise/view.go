@@ -28,21 +28,21 @@ import (
 type View struct {
 	// ReadOnly makes every mount of the private namespace read-only, but the
 	// clones of the operations (made before).
-	ReadOnly bool `json:"ro,omitempty"`
+	ReadOnly bool
 	// UserNS makes a new user namespace first, mapping the caller's own ids to
 	// themselves (what an unprivileged caller needs to make a mount namespace).
-	UserNS bool `json:"userns,omitempty"`
+	UserNS bool
 	// IPC makes a new IPC namespace (System V IPC objects and POSIX message
 	// queues of the host out of reach).
-	IPC bool `json:"ipc,omitempty"`
+	IPC bool
 	// UID and GID are the identity ViewIdmap operations map owners to (the host
 	// ids the program runs as).
-	UID uint32 `json:"uid,omitempty"`
-	GID uint32 `json:"gid,omitempty"`
+	UID uint32
+	GID uint32
 	// Ops are applied in order: the clones of ViewIdmap and ViewBind are all
 	// made first (from the host's tree as it is), then the mounts turn read-only
 	// (ReadOnly), then the clones are attached, then the other operations run.
-	Ops []ViewOp `json:"ops,omitempty"`
+	Ops []ViewOp
 }
 
 // ViewOpKind is what a ViewOp does.
@@ -79,18 +79,18 @@ func (k ViewOpKind) String() string {
 
 // ViewOp is one operation of a View.
 type ViewOp struct {
-	Kind     ViewOpKind `json:"op"`
-	Path     string     `json:"path"`
-	ReadOnly bool       `json:"ro,omitempty"`
+	Kind     ViewOpKind
+	Path     string
+	ReadOnly bool
 	// OwnerUID and OwnerGID (ViewIdmap) are the on-disk owners that become the
 	// View's identity.
-	OwnerUID uint32 `json:"ouid,omitempty"`
-	OwnerGID uint32 `json:"ogid,omitempty"`
+	OwnerUID uint32
+	OwnerGID uint32
 	// FD (ViewFuse) is the index of the /dev/fuse descriptor among the files
 	// given to the supervisor for the view.
-	FD int `json:"fd,omitempty"`
+	FD int
 	// Data (ViewFile) is the content.
-	Data []byte `json:"data,omitempty"`
+	Data []byte
 }
 
 func (op ViewOp) String() string {
@@ -136,8 +136,8 @@ func checkViewOp(op ViewOp, files int) error {
 	return nil
 }
 
-// StageSetIdentity makes the program run as other host ids (Config: an
-// Identity). Only the C supervisor applies it.
+// StageSetIdentity makes the program run as other host ids (Stage.Identity).
+// Only the C supervisor applies it.
 const StageSetIdentity = "set-identity"
 
 // Identity is the configuration of a StageSetIdentity stage: the program runs
@@ -145,9 +145,9 @@ const StageSetIdentity = "set-identity"
 // bounding set is emptied first (while the supervisor's child still may): put it
 // before a drop-capabilities stage, which then finds the set empty.
 type Identity struct {
-	UID          uint32 `json:"uid"`
-	GID          uint32 `json:"gid"`
-	DropBounding bool   `json:"bset,omitempty"`
+	UID          uint32
+	GID          uint32
+	DropBounding bool
 }
 
 // ViewAvailable reports whether the supervisor of this build applies a View and

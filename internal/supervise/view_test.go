@@ -1,7 +1,6 @@
 package supervise
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -91,7 +90,6 @@ func TestViewRootIdentity(t *testing.T) {
 		t.Skip("needs the C supervisor and root")
 	}
 	dir := viewTree(t)
-	id, _ := json.Marshal(Identity{UID: testUID, GID: testUID, DropBounding: true})
 	spec := Spec{Path: "/usr/bin/python3", Args: []string{"python3", "-I", "-c", viewProbe,
 		"ro=" + dir + "/ro", "rw=" + dir + "/rw", "out=" + dir + "/outside", "deep=" + dir + "/private/deep",
 		"host=" + strconv.Itoa(os.Getpid())},
@@ -101,7 +99,7 @@ func TestViewRootIdentity(t *testing.T) {
 			{Kind: ViewIdmap, Path: dir + "/ro", ReadOnly: true},
 			{Kind: ViewIdmap, Path: dir + "/rw"},
 		}},
-		Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageSetIdentity, Config: id}, {Kind: StageDropCapabilities}},
+		Stages: []Stage{{Kind: StageNoNewPrivs}, {Kind: StageSetIdentity, Identity: &Identity{UID: testUID, GID: testUID, DropBounding: true}}, {Kind: StageDropCapabilities}},
 	}
 	lease, _ := os.ReadFile("/proc/sys/fs/lease-break-time")
 	out, ws, err := runSupervisedWith(t, impl{"c", marker, true}, spec)

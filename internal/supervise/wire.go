@@ -3,7 +3,6 @@ package supervise
 import (
 	"bytes"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -14,7 +13,7 @@ import (
 
 // The wire format of a spec: what the host writes into the spec file (a memfd
 // passed to the supervisor as a descriptor) and both supervisors, the C one
-// (supervisor_linux.c) and the Go one (helper.go), read. It is text, one record a
+// (supervisor_*linux.c) and the Go one (helper.go), read. It is text, one record a
 // line:
 //
 //	H <host pid> <extra files>              the header, first
@@ -87,7 +86,7 @@ type wireSpec struct {
 	rlimits []Rlimit
 	ns      *wireNS
 	view    *View
-	stages  []wireStage
+	stages  []Stage
 }
 
 // wireNS is a decoded U record and its root.
@@ -98,18 +97,10 @@ type wireNS struct {
 	root     []RootOp
 }
 
-// wireStage is a decoded stage.
-type wireStage struct {
-	kind     string
-	landlock *LandlockConfig // StageLandlock
-	bpf      []byte          // StageSeccomp
-	identity *Identity       // StageSetIdentity
-}
-
 // encodeWire writes spec (with the program's environment) in the wire format. It
 // refuses what a supervisor could not take: a NUL byte in a string, a stage
-// configuration that does not decode (a *StartError: the program never runs), a
-// spec beyond the limits.
+// without a valid configuration (a *StartError: the program never runs), a spec
+// beyond the limits.
 func encodeWire(spec *Spec, env []string) ([]byte, error) {
 	var w wireWriter
 	if spec.HostPID < 1 || spec.ExtraFiles < 0 || spec.ExtraFiles > maxExtra {
@@ -211,31 +202,10 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 		return nil, fmt.Errorf("supervise: %d stages, more than %d", len(spec.Stages), maxStages)
 	}
 	for _, st := range spec.Stages {
-		w.rec('S').str(st.Kind)
-		switch st.Kind {
-		case StageLandlock:
-			cfg, err := decodeLandlock(st.Config)
-			if err != nil {
-				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
-			}
-			w.landlock(cfg)
-		case StageSeccomp, StageSeccompKeepPrivs:
-			bpf, err := decodeSeccomp(st.Config)
-			if err != nil {
-				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
-			}
-			w.rec('B').hex(bpf)
-		case StageSetIdentity:
-			id, err := decodeIdentity(st.Config)
-			if err != nil {
-				return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
-			}
-			var fl uint64
-			if id.DropBounding {
-				fl = 1
-			}
-			w.rec('I').num(uint64(id.UID)).num(uint64(id.GID)).num(fl)
+		if err := st.check(); err != nil {
+			return nil, &StartError{Path: spec.Path, Msg: "cannot apply " + st.Kind + ": " + err.Error()}
 		}
+		w.stage(&st)
 	}
 	w.rec('.')
 	w.endLine()
@@ -247,6 +217,23 @@ func encodeWire(spec *Spec, env []string) ([]byte, error) {
 			len(w.b), bytes.Count(w.b, []byte{'\n'}), maxSpec, maxRecords)
 	}
 	return w.b, nil
+}
+
+// stage writes a typed stage: its S record and the records of its configuration.
+func (w *wireWriter) stage(st *Stage) {
+	w.rec('S').str(st.Kind)
+	switch st.Kind {
+	case StageLandlock:
+		w.landlock(st.Landlock)
+	case StageSeccomp, StageSeccompKeepPrivs:
+		w.rec('B').hex(st.BPF)
+	case StageSetIdentity:
+		var fl uint64
+		if st.Identity.DropBounding {
+			fl = 1
+		}
+		w.rec('I').num(uint64(st.Identity.UID)).num(uint64(st.Identity.GID)).num(fl)
+	}
 }
 
 func (w *wireWriter) landlock(cfg *LandlockConfig) {
@@ -263,39 +250,6 @@ func (w *wireWriter) landlock(cfg *LandlockConfig) {
 	for _, pr := range cfg.Ports {
 		w.rec('N').num(pr.Access).num(uint64(pr.Lo)).num(uint64(pr.Hi))
 	}
-}
-
-// decodeLandlock decodes the Config of a StageLandlock stage.
-func decodeLandlock(raw json.RawMessage) (*LandlockConfig, error) {
-	var cfg LandlockConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("bad configuration: %v", err)
-	}
-	return &cfg, nil
-}
-
-// decodeIdentity decodes the Config of a StageSetIdentity stage.
-func decodeIdentity(raw json.RawMessage) (*Identity, error) {
-	var id Identity
-	if err := json.Unmarshal(raw, &id); err != nil {
-		return nil, fmt.Errorf("bad configuration: %v", err)
-	}
-	if id.UID > math.MaxUint32-1 || id.GID > math.MaxUint32-1 {
-		return nil, fmt.Errorf("bad identity %d, %d", id.UID, id.GID)
-	}
-	return &id, nil
-}
-
-// decodeSeccomp decodes the Config of a StageSeccomp stage and checks its program.
-func decodeSeccomp(raw json.RawMessage) ([]byte, error) {
-	var cfg SeccompConfig
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return nil, fmt.Errorf("seccomp stage: bad config: %w", err)
-	}
-	if _, err := decodeBPF(cfg.BPF); err != nil {
-		return nil, fmt.Errorf("seccomp stage: %w", err)
-	}
-	return cfg.BPF, nil
 }
 
 type wireWriter struct {
@@ -478,7 +432,7 @@ func unescapeWire(s string) (string, error) {
 }
 
 // decodeWire parses a spec: the same rules and messages as parse in
-// supervisor_linux.c.
+// supervisor_wire_linux.c.
 func decodeWire(b []byte) (*wireSpec, error) {
 	if len(b) == 0 || b[len(b)-1] != '\n' {
 		return nil, errors.New("the spec does not end with a newline")
@@ -625,9 +579,9 @@ func decodeWire(b []byte) (*wireSpec, error) {
 		if len(spec.stages) == maxStages {
 			return nil, fmt.Errorf("line %d: more than %d stages", i+1, maxStages)
 		}
-		st := wireStage{kind: recs[i].s}
+		st := Stage{Kind: recs[i].s}
 		i++
-		switch st.kind {
+		switch st.Kind {
 		case StageLandlock:
 			if !at('L') {
 				return nil, fmt.Errorf("line %d: expected the landlock record L", i+1)
@@ -653,7 +607,7 @@ func decodeWire(b []byte) (*wireSpec, error) {
 				}
 				cfg.Ports = append(cfg.Ports, LandlockPorts{Access: recs[i].n[0], Lo: uint16(recs[i].n[1]), Hi: uint16(recs[i].n[2])})
 			}
-			st.landlock = cfg
+			st.Landlock = cfg
 		case StageSeccomp, StageSeccompKeepPrivs:
 			if !at('B') {
 				return nil, fmt.Errorf("line %d: expected the seccomp record B", i+1)
@@ -661,7 +615,7 @@ func decodeWire(b []byte) (*wireSpec, error) {
 			if _, err := decodeBPF([]byte(recs[i].s)); err != nil {
 				return nil, fmt.Errorf("line %d: %v", i+1, err)
 			}
-			st.bpf = []byte(recs[i].s)
+			st.BPF = []byte(recs[i].s)
 			i++
 		case StageSetIdentity:
 			if !at('I') {
@@ -670,7 +624,7 @@ func decodeWire(b []byte) (*wireSpec, error) {
 			if recs[i].n[0] > math.MaxUint32-1 || recs[i].n[1] > math.MaxUint32-1 || recs[i].n[2]&^1 != 0 {
 				return nil, fmt.Errorf("line %d: number out of range", i+1)
 			}
-			st.identity = &Identity{UID: uint32(recs[i].n[0]), GID: uint32(recs[i].n[1]), DropBounding: recs[i].n[2] == 1}
+			st.Identity = &Identity{UID: uint32(recs[i].n[0]), GID: uint32(recs[i].n[1]), DropBounding: recs[i].n[2] == 1}
 			i++
 		}
 		spec.stages = append(spec.stages, st)

@@ -115,6 +115,7 @@ def main(fd, modules, read):
         # Partial mode: the worker arms the guard itself (or not, without the
         # Python layer) once its own imports are done, then serves calls.
         W = {'__name__': 'pysandboxes._worker', '__builtins__': builtins}
+        exec(modules['wire'], W)
         exec(modules['worker'], W)
         W['main'](fd, cfg, G, A, sb, builtins, _fatal, _trim)
         raise SystemExit(0)
@@ -123,6 +124,7 @@ def main(fd, modules, read):
         # forks one process per evaluation ('eval': one evaluation, no fork; see
         # zygote.py).
         Z = {'__name__': 'pysandboxes._zygote', '__builtins__': builtins}
+        exec(modules['wire'], Z)
         exec(modules['zygote'], Z)
         Z['main'](fd, cfg, G, A, sb, builtins, _fatal, _trim, modules)
         raise SystemExit(0)

@@ -92,7 +92,6 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim):
     st.format_exception = traceback.format_exception
     st.import_ = builtins.__import__
     st.modules = sys.modules
-    st.js = G['_js']
     st.denials = sb.sandbox_denials
     st.trim = trim
     st.loop = None
@@ -139,7 +138,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim):
             sys.stdout.flush()
             posix._exit(1)
         del fn, r
-    _send(st, K_READY, ('{"pid":%d}' % posix.getpid()).encode())
+    _send_frame(st, K_READY, ('{"pid":%d}' % posix.getpid()).encode())
     _serve(st)
 
 
@@ -160,34 +159,6 @@ def _codes(fn):
 
 
 # ---------------------------------------------------------------- frames
-
-def _send(st, kind, payload):
-    buf = (len(payload) + 1).to_bytes(4, 'big') + bytes((kind,)) + payload
-    with st.lock:
-        mv = memoryview(buf)
-        while mv:
-            try:
-                k = st.write(st.fd, mv)
-            except InterruptedError:
-                continue
-            except OSError:
-                posix._exit(0)  # the host is gone
-            mv = mv[k:]
-
-
-def _read(st, n):
-    parts = []
-    while n > 0:
-        try:
-            b = st.read(st.fd, min(n, 1 << 20))
-        except InterruptedError:
-            continue
-        if not b:
-            return None
-        parts.append(b)
-        n -= len(b)
-    return b''.join(parts)
-
 
 def _make_stream(st, io, kind, name):
     class _Binary(io.RawIOBase):
@@ -239,7 +210,7 @@ def _make_stream(st, io, kind, name):
 def _emit(st, kind, data):
     head = st.cur.to_bytes(8, 'big')
     for i in range(0, len(data), CHUNK):
-        _send(st, kind, head + data[i:i + CHUNK])
+        _send_frame(st, kind, head + data[i:i + CHUNK])
 
 
 # ---------------------------------------------------------------- pickles
@@ -326,18 +297,15 @@ def _run_coroutine(st, coro):
 
 def _serve(st):
     while True:
-        h = _read(st, 5)
-        if h is None or len(h) < 5:
-            _exit()
-        n = int.from_bytes(h[:4], 'big')
-        if n < 1 or n > MAX_HOST_FRAME:
+        try:
+            f = _read_frame(st.read, st.fd)
+        except SystemExit:
             _exit(3)
-        payload = _read(st, n - 1)
-        if payload is None:
+        if f is None:
             _exit()
-        if h[4] != K_CALL or len(payload) < 10:
+        if f[0] != K_CALL or len(f[1]) < 10:
             _exit(3)
-        _call(st, payload)
+        _call(st, f[1])
 
 
 def _exit(code=0):
@@ -391,47 +359,13 @@ def _call(st, payload):
         finally:
             del r
         sink.parts.insert(0, head)
-        _send(st, K_RESULT, b''.join(sink.parts))
+        _send_frame(st, K_RESULT, b''.join(sink.parts))
     finally:
         st.cur = 0
 
 
-def _cut(s, n, tail=False):
-    if len(s) <= n:
-        return s
-    if tail:
-        return '...\n' + s[-n:]
-    return s[:n] + '...'
-
-
 def _send_exc(st, cid, e, kind, message=None, prefix=''):
-    if e is None:
-        d = {'module': 'pysandboxes', 'qualname': 'SandBoxProtocolError', 'message': message, 'traceback': '',
-             'denials': [], 'base': False, 'kind': kind}
-    else:
-        t = type(e)
-        try:
-            msg = str(e)
-        except BaseException:
-            msg = '<exception str() failed>'
-        tb = ''
-        try:
-            seen = set()
-            x = e
-            while x is not None and id(x) not in seen:
-                seen.add(id(x))
-                x.__traceback__ = st.trim(x.__traceback__, st.ours)
-                x = x.__cause__ or x.__context__
-            tb = ''.join(st.format_exception(t, e, e.__traceback__))
-        except BaseException:
-            pass
-        try:
-            denials = [d for d in st.denials(e) if type(d) is str and d.startswith('Rule')]
-        except BaseException:
-            denials = []
-        d = {'module': str(getattr(t, '__module__', '') or ''), 'qualname': str(getattr(t, '__qualname__', t.__name__)),
-             'message': _cut(prefix + msg, MAX_TEXT), 'traceback': _cut(tb, MAX_TEXT, True),
-             'denials': [_cut(x, 4096) for x in denials[:100]], 'base': not isinstance(e, Exception),
-             'kind': kind}
+    d = _exc_desc(st, e, kind, message, prefix)
+    if e is not None:
         e.__traceback__ = None
-    _send(st, K_EXC, cid.to_bytes(8, 'big') + st.js(d).encode('utf-8', 'backslashreplace'))
+    _send_frame(st, K_EXC, cid.to_bytes(8, 'big') + _json(d).encode('utf-8', 'backslashreplace'))

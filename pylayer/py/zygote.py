@@ -164,6 +164,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     # The worker's machinery: the closed-table unpickler of the host's data, the
     # bounded result sink, the output streams.
     W = {'__name__': 'pysandboxes._worker', '__builtins__': builtins}
+    _EXEC(modules['wire'], W)
     _EXEC(modules['worker'], W)
     try:
         for m in PRELOAD + tuple(W['ARG_NAMES']):
@@ -280,20 +281,6 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     _zygote(z, st)
 
 
-def _send_frame(st, kind, payload):
-    buf = (len(payload) + 1).to_bytes(4, 'big') + bytes((kind,)) + payload
-    with st.lock:
-        mv = memoryview(buf)
-        while mv:
-            try:
-                k = st.write(st.fd, mv)
-            except InterruptedError:
-                continue
-            except OSError:
-                posix._exit(0)  # the other end is gone
-            mv = mv[k:]
-
-
 def _codes(fn):
     out = []
     for v in list(fn.__globals__.values()):
@@ -320,98 +307,13 @@ def _marshal_loads(b):
     return sys.modules['marshal'].loads(b)
 
 
-def _readn(fd, n):
-    parts = []
-    while n > 0:
-        try:
-            b = posix.read(fd, min(n, 1 << 20))
-        except InterruptedError:
-            continue
-        if not b:
-            return None
-        parts.append(b)
-        n -= len(b)
-    return b''.join(parts)
-
-
-def _read_frame(fd):
-    """(kind, payload) of the next frame on fd, None at the end."""
-    h = _readn(fd, 5)
-    if h is None:
-        return None
-    n = int.from_bytes(h[:4], 'big')
-    if n < 1 or n > MAX_HOST_FRAME:
-        raise SystemExit(3)
-    p = _readn(fd, n - 1) if n > 1 else b''
-    if p is None:
-        return None
-    return h[4], p
-
-
 def _host_frame(z, kind):
-    f = _read_frame(z.fd)
+    f = _read_frame(posix.read, z.fd)
     if f is None:
         raise SystemExit(0)
     if f[0] != kind:
         raise SystemExit(3)
     return f[1]
-
-
-def _json(o):
-    """JSON text of plain data (str, int, float, bool, None, list, tuple, dict)."""
-    out = []
-    stack = [o]
-    table = _JSON_TABLE
-    while stack:
-        o = stack.pop()
-        t = type(o)
-        if t is _Raw:
-            out.append(o.s)
-        elif t is str:
-            out.append('"' + o.translate(table) + '"')
-        elif o is None:
-            out.append('null')
-        elif t is bool:
-            out.append('true' if o else 'false')
-        elif t is int:
-            out.append(repr(o))
-        elif t is float:
-            out.append(repr(o) if o == o and o not in (float('inf'), float('-inf')) else 'null')
-        elif t is list or t is tuple:
-            out.append('[')
-            stack.append(_Raw(']'))
-            items = []
-            for i, x in enumerate(o):
-                if i:
-                    items.append(_Raw(','))
-                items.append(x)
-            stack.extend(reversed(items))
-        elif t is dict:
-            out.append('{')
-            stack.append(_Raw('}'))
-            items = []
-            for i, (k, v) in enumerate(o.items()):
-                if i:
-                    items.append(_Raw(','))
-                items.append(str(k))
-                items.append(_Raw(':'))
-                items.append(v)
-            stack.extend(reversed(items))
-        else:
-            out.append('"' + repr(o).translate(table) + '"')
-    return ''.join(out)
-
-
-class _Raw:
-    __slots__ = ('s',)
-
-    def __init__(self, s):
-        self.s = s
-
-
-_JSON_TABLE = {i: '\\u%04x' % i for i in range(32)}
-_JSON_TABLE[ord('"')] = '\\"'
-_JSON_TABLE[ord('\\')] = '\\\\'
 
 
 def _send_json(z, st, kind, eid, d):
@@ -442,7 +344,7 @@ def _zygote(z, st):
         # processes instead.
         _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': False, 'reason': err,
                                            'single': False, 'pool': z.pool})
-        while _read_frame(z.fd) is not None:
+        while _read_frame(posix.read, z.fd) is not None:
             pass
         raise SystemExit(0)
     _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': True, 'reason': '', 'single': False,
@@ -463,7 +365,7 @@ def _zygote(z, st):
             events = ()
         for fd, ev in events:
             if fd == z.fd:
-                f = _read_frame(z.fd)
+                f = _read_frame(posix.read, z.fd)
                 if f is None:
                     _shutdown(z)
                     raise SystemExit(0)
@@ -856,11 +758,11 @@ def _child(z, st, req, rep):
             except BaseException:
                 pass
         _send_frame(st, K_SPARE, b'')
-        f = _readn(req, 4)
+        f = _readn(posix.read, req, 4)
         if f is None:
             posix._exit(0)  # the zygote let it go
         n = int.from_bytes(f, 'big')
-        payload = _readn(req, n) if n <= MAX_HOST_FRAME else None
+        payload = _readn(posix.read, req, n) if n <= MAX_HOST_FRAME else None
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
         posix.close(req)
@@ -879,7 +781,7 @@ def _child(z, st, req, rep):
 def _single(z, st):
     _send_json(z, st, K_ZREADY, None, {'pid': posix.getpid(), 'fork': False, 'reason': '', 'single': True,
                                        'pool': 1})
-    f = _read_frame(z.fd)
+    f = _read_frame(posix.read, z.fd)
     if f is None:
         raise SystemExit(0)
     if f[0] != K_EVAL or len(f[1]) < HEAD:
@@ -980,45 +882,11 @@ def _data_names(st, ns):
     return out
 
 
-def _cut(s, n, tail=False):
-    if len(s) <= n:
-        return s
-    if tail:
-        return '...\n' + s[-n:]
-    return s[:n] + '...'
-
-
 def _exc(z, st, eid, e, kind='', message=None, prefix='', mem=0):
     """The EXC frame of exception e (or of message, when e is None)."""
-    d = {'module': 'pysandboxes', 'qualname': 'SandBoxProtocolError', 'message': message or '', 'traceback': '',
-         'denials': [], 'base': False, 'kind': kind, 'budget': '', 'limit': 0, 'guard': None}
+    d = _exc_desc(st, e, kind, message or '', prefix)
+    d['budget'], d['limit'], d['guard'] = '', 0, None
     if e is not None:
-        t = type(e)
-        try:
-            msg = str(e)
-        except BaseException:
-            msg = '<exception str() failed>'
-        tb = ''
-        try:
-            seen = set()
-            x = e
-            while x is not None and id(x) not in seen:
-                seen.add(id(x))
-                x.__traceback__ = st.trim(x.__traceback__, st.ours)
-                x = x.__cause__ or x.__context__
-            tb = ''.join(st.format_exception(t, e, e.__traceback__))
-        except BaseException:
-            pass
-        try:
-            denials = [s for s in st.denials(e) if type(s) is str and s.startswith('Rule')]
-        except BaseException:
-            denials = []
-        d['module'] = str(getattr(t, '__module__', '') or '')
-        d['qualname'] = str(getattr(t, '__qualname__', t.__name__))
-        d['message'] = _cut(prefix + msg, MAX_TEXT)
-        d['traceback'] = _cut(tb, MAX_TEXT, True)
-        d['denials'] = [_cut(s, 4096) for s in denials[:100]]
-        d['base'] = not isinstance(e, Exception)
         if isinstance(e, MemoryError) and mem:
             d['budget'] = 'memory'
             d['limit'] = mem
