@@ -18,19 +18,19 @@ type CallOptions struct {
 	// Kwargs are the keyword arguments (encoded like the positional ones).
 	Kwargs map[string]any
 	// Timeout bounds the call once a worker runs it (0: the sandbox's
-	// WithCallTimeout, else none: ctx alone bounds it). Past it the worker is
+	// CallConfig.Timeout, else none: ctx alone bounds it). Past it the worker is
 	// killed and replaced, and the call fails with an error wrapping
 	// context.DeadlineExceeded.
 	Timeout time.Duration
 	// Stdout and Stderr stream what the function prints on sys.stdout and
 	// sys.stderr, as it prints it, before the call returns. A stream without a
 	// writer is captured (see Output), unless the sandbox streams it
-	// (WithCallOutput) and Capture is nil. A call with a captured stream is
+	// (CallConfig.Stdout) and Capture is nil. A call with a captured stream is
 	// bounded, both streams together, by Limits.Output, else DefaultCallOutput.
 	Stdout, Stderr io.Writer
 	// Capture, when set, receives what the call printed on the streams that
 	// have no writer here, whether the call succeeded or failed (what was
-	// printed before the failure); it overrides the sandbox's WithCallOutput.
+	// printed before the failure); it overrides the sandbox's CallConfig.Stdout.
 	// Without it, captured output is kept for the error only
 	// (RemoteError.Output).
 	Capture *Output
@@ -67,7 +67,7 @@ func (s *Sandbox) Call(ctx context.Context, fn string, args ...any) (any, error)
 // What the function prints is captured by default, never written to the
 // host's own standard output: CallOptions.Capture receives it, a
 // *RemoteError carries it (Output), and it is bounded (Limits.Output, else
-// DefaultCallOutput). CallOptions.Stdout and Stderr, or WithCallOutput,
+// DefaultCallOutput). CallOptions.Stdout and Stderr, or CallConfig.Stdout,
 // stream it to writers instead. transport.JSON converts the result to JSON.
 //
 // Errors:
@@ -173,7 +173,7 @@ var (
 	// ErrRestartLimit reports a worker that failed too often (RestartPolicy):
 	// calls fail at once until the window lets a restart again.
 	ErrRestartLimit = errors.New("the Python worker failed too often: restarts are suspended")
-	// ErrResultTooLarge reports a result whose pickle is over WithMaxResult:
+	// ErrResultTooLarge reports a result whose pickle is over CallConfig.MaxResult:
 	// the worker refused to send it.
 	ErrResultTooLarge = errors.New("result too large")
 	// ErrWorkerExited reports a worker that ended during a call (it crashed, or
@@ -283,12 +283,10 @@ func remoteError(fn string, x *pylayer.Exception, w *pylayer.Worker) *RemoteErro
 func (s *Sandbox) decodeResult(fn string, data []byte, learning bool, maxBytes int) (any, error, bool) {
 	mode := transport.DataOnly
 	guard := true
-	if pp, ok := s.policy.(*policy.Policy); ok {
-		if m, _ := pp.RemoteResultMode(); m == policy.Objects {
-			mode = transport.Objects
-		}
-		guard, _ = pp.RemoteResultGuard()
+	if m, _ := s.policy.RemoteResultMode(); m == policy.Objects {
+		mode = transport.Objects
 	}
+	guard, _ = s.policy.RemoteResultGuard()
 	if learning {
 		mode, guard = transport.Objects, false // learning refuses nothing
 	}

@@ -40,7 +40,7 @@ func BenchmarkCallNoop(b *testing.B) {
 func BenchmarkCallParallel(b *testing.B) {
 	for _, workers := range []int{1, 2, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			sb := callSandbox(b, "landlock", "", pysandboxes.WithWorkers(workers))
+			sb := callSandbox(b, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Workers: workers}))
 			if err := sb.StartWorkers(context.Background()); err != nil {
 				b.Fatal(err)
 			}

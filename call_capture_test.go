@@ -33,7 +33,7 @@ func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool)
 // a writer is streamed while the other is captured.
 func TestCallOutputCapturedByDefault(t *testing.T) {
 	proc := &syncBuffer{}
-	sb := callSandboxWith(t, "landlock", "", false, pysandboxes.WithInit("callmod:init"), pysandboxes.WithWorkerOutput(proc, proc))
+	sb := callSandboxWith(t, "landlock", "", false, pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:init"}), pysandboxes.WithCall(pysandboxes.CallConfig{ProcessStdout: proc, ProcessStderr: proc}))
 	ctx := context.Background()
 
 	var out pysandboxes.Output
@@ -80,11 +80,11 @@ func TestCallOutputCapturedByDefault(t *testing.T) {
 	}
 }
 
-// TestCallCaptureOverridesStreaming: a sandbox that streams (WithCallOutput)
+// TestCallCaptureOverridesStreaming: a sandbox that streams (CallConfig.Stdout)
 // still captures a call that asks for it, and its writers get nothing of it.
 func TestCallCaptureOverridesStreaming(t *testing.T) {
 	def := &syncBuffer{}
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithCallOutput(def, def))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: def, Stderr: def}))
 	var out pysandboxes.Output
 	if _, err := sb.CallWith(context.Background(), "callmod:talk", pysandboxes.CallOptions{Capture: &out}, 1); err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ const printRules = "eval-syntax=arith, compare, assign\neval-call=print\neval-ti
 // the evaluation's output limit bounds it.
 func TestEvalOutputCapturedByDefault(t *testing.T) {
 	proc := &syncBuffer{}
-	sb := evalSandboxWith(t, printRules, false, pysandboxes.WithWorkerOutput(proc, proc))
+	sb := evalSandboxWith(t, printRules, false, pysandboxes.WithCall(pysandboxes.CallConfig{ProcessStdout: proc, ProcessStderr: proc}))
 	ctx := context.Background()
 
 	var out pysandboxes.Output

@@ -19,7 +19,7 @@ import (
 // with ErrWorkerExited; the next call gets a new worker, in which the init
 // function ran again.
 func TestCallWorkerKilledMidCall(t *testing.T) {
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithInit("callmod:init"), quickRestarts)
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:init"}), quickRestarts)
 	pid := workerPid(t, sb)
 	if v := mustCall(t, sb, "callmod:init_count"); v != int64(1) {
 		t.Fatalf("init_count = %#v", v)
@@ -76,13 +76,13 @@ func TestCallTimeout(t *testing.T) {
 		t.Error("the worker was not replaced")
 	}
 	// The sandbox's default timeout.
-	sb2 := callSandbox(t, "landlock", "", pysandboxes.WithCallTimeout(100*time.Millisecond))
+	sb2 := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Timeout: 100 * time.Millisecond}))
 	if _, err := sb2.Call(context.Background(), "callmod:sleep", 30); !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("WithCallTimeout: %v", err)
+		t.Errorf("CallConfig.Timeout: %v", err)
 	}
 	// Host-decided kills do not count as failures: many in a row never hit the
 	// restart limit.
-	sb3 := callSandbox(t, "subprocess", "", pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{Max: 1, Window: time.Minute, Backoff: time.Hour}))
+	sb3 := callSandbox(t, "subprocess", "", pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{Max: 1, Window: time.Minute, Backoff: time.Hour}}))
 	for range 3 {
 		if _, err := sb3.CallWith(context.Background(), "callmod:sleep", pysandboxes.CallOptions{Timeout: 50 * time.Millisecond}, 30); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("timeout: %v", err)
@@ -115,7 +115,7 @@ func TestCallCancellation(t *testing.T) {
 func TestCallConcurrency(t *testing.T) {
 	for _, workers := range []int{1, 4} {
 		t.Run(fmt.Sprint(workers), func(t *testing.T) {
-			sb := callSandbox(t, "landlock", "", pysandboxes.WithWorkers(workers))
+			sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Workers: workers}))
 			var wg sync.WaitGroup
 			errs := make(chan error, 100)
 			pids := sync.Map{}
@@ -154,8 +154,8 @@ func TestCallConcurrency(t *testing.T) {
 // TestCallRestartLimit: a worker that keeps dying is restarted within the
 // restart policy, then calls fail at once with ErrRestartLimit.
 func TestCallRestartLimit(t *testing.T) {
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{
-		Max: 2, Window: time.Minute, Backoff: 10 * time.Millisecond, Factor: 2, MaxBackoff: 50 * time.Millisecond}))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{
+		Max: 2, Window: time.Minute, Backoff: 10 * time.Millisecond, Factor: 2, MaxBackoff: 50 * time.Millisecond}}))
 	ctx := context.Background()
 	for i := range 3 {
 		_, err := sb.Call(ctx, "callmod:crash")
@@ -177,8 +177,8 @@ func TestCallRestartLimit(t *testing.T) {
 // TestCallInitFailureCountsAsFailure: an init function that raises fails the
 // start with its exception; it is retried within the restart policy.
 func TestCallInitFailureCountsAsFailure(t *testing.T) {
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithInit("callmod:failing_init"), pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{
-		Max: 1, Window: time.Minute, Backoff: 10 * time.Millisecond}))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:failing_init"}), pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{
+		Max: 1, Window: time.Minute, Backoff: 10 * time.Millisecond}}))
 	ctx := context.Background()
 	for range 2 {
 		_, err := sb.Call(ctx, "callmod:noop")
@@ -239,7 +239,7 @@ func TestCallBadChannel(t *testing.T) {
 	forged := func(name string, data []byte, sentinel error) {
 		t.Helper()
 		sb.Close()
-		sb = callSandbox(t, "subprocess", "", quickRestarts, pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{Max: 100, Window: time.Minute}))
+		sb = callSandbox(t, "subprocess", "", quickRestarts, pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{Max: 100, Window: time.Minute}}))
 		_, err := sb.Call(ctx, "callmod:forged_result", int64(1), data)
 		var re *pysandboxes.ResultError
 		var ue *transport.UnpickleError
@@ -253,10 +253,10 @@ func TestCallBadChannel(t *testing.T) {
 	forged("EXT1", []byte("\x80\x05\x82\xf0)R."), transport.ErrForbiddenOpcode)
 }
 
-// TestCallLargeResults: a result over WithMaxResult (and one of 1 GiB over the
+// TestCallLargeResults: a result over CallConfig.MaxResult (and one of 1 GiB over the
 // default) is refused by the worker before it is sent; the worker stays.
 func TestCallLargeResults(t *testing.T) {
-	sb := callSandbox(t, "subprocess", "", pysandboxes.WithMaxResult(1<<20))
+	sb := callSandbox(t, "subprocess", "", pysandboxes.WithCall(pysandboxes.CallConfig{MaxResult: 1 << 20}))
 	pid := workerPid(t, sb)
 	if v := mustCall(t, sb, "callmod:big", 1<<19); len(v.([]byte)) != 1<<19 {
 		t.Errorf("512 KiB result: %d bytes", len(v.([]byte)))
@@ -301,7 +301,7 @@ func TestCallResultModes(t *testing.T) {
 		t.Errorf("cyclic() = %v", err)
 	}
 
-	sb = callSandbox(t, "subprocess", "remote-result-mode=objects\n", pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{Max: 100, Window: time.Minute}))
+	sb = callSandbox(t, "subprocess", "remote-result-mode=objects\n", pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{Max: 100, Window: time.Minute}}))
 	v, err := sb.Call(ctx, "callmod:point")
 	o, ok := v.(transport.Object)
 	if err != nil || !ok || o.Module != "callmod" || o.Name != "Point" {
@@ -343,7 +343,7 @@ func TestCallCloseDrains(t *testing.T) {
 		t.Error("the worker survived Close")
 	}
 
-	sb = callSandbox(t, "landlock", "", pysandboxes.WithCloseGrace(200*time.Millisecond))
+	sb = callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{CloseGrace: 200 * time.Millisecond}))
 	pid = workerPid(t, sb)
 	go func() {
 		_, err := sb.Call(context.Background(), "callmod:sleep", 30)

@@ -33,7 +33,7 @@ func TestCallNoLeaksAfter1000Calls(t *testing.T) {
 	beforeFDs := openFDs(t)
 	beforeG := runtime.NumGoroutine()
 
-	sb := callSandbox(t, "subprocess", "", quickRestarts, pysandboxes.WithWorkers(2))
+	sb := callSandbox(t, "subprocess", "", quickRestarts, pysandboxes.WithCall(pysandboxes.CallConfig{Workers: 2}))
 	for i := range n {
 		switch {
 		case i%250 == 125:

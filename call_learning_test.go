@@ -2,6 +2,7 @@ package pysandboxes_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -33,8 +34,8 @@ func TestCallLearning(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithLearning(file), pysandboxes.WithLogger(quietLogger()),
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithWorkers(2),
-		pysandboxes.WithCallOutput(nil, nil))
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Workers: 2}),
+		pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: io.Discard, Stderr: io.Discard}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +84,7 @@ func TestCallLearning(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb, err = pysandboxes.New(ctx, pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithCallOutput(nil, nil))
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: io.Discard, Stderr: io.Discard}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +116,7 @@ func TestCallLearningDataOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithLearning(file), pysandboxes.WithLogger(quietLogger()),
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithCallOutput(nil, nil))
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: io.Discard, Stderr: io.Discard}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 // returns; output outside calls goes to the sandbox's writers.
 func TestCallOutputStreamsInOrder(t *testing.T) {
 	def := &syncBuffer{}
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithInit("callmod:init"), pysandboxes.WithCallOutput(def, def))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:init"}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: def, Stderr: def}))
 	var both bytes.Buffer
 	_, err := sb.CallWith(context.Background(), "callmod:talk", pysandboxes.CallOptions{Stdout: &both, Stderr: &both}, 3)
 	if err != nil {

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/pysandboxes/pysandboxes/driver"
 )
 
 // killGrace is how long a tree has to die after Terminate before its processes are
@@ -46,7 +48,7 @@ type Cmd struct {
 	lookErr error
 
 	mu         sync.Mutex
-	launch     *Launch
+	launch     *driver.Launch
 	pid        int
 	started    bool
 	waited     bool
@@ -137,7 +139,7 @@ func (c *Cmd) Start() error {
 		}
 		path = filepath.Join(base, path)
 	}
-	req := &Request{
+	req := &driver.Request{
 		Policy:     c.sb.policy,
 		Path:       path,
 		Args:       c.Args,

@@ -58,7 +58,7 @@ func (e *UnenforcedError) Error() string {
 	if e.Why != "" {
 		fmt.Fprintf(&b, "\n%s: %s", e.Provider, e.Why)
 	}
-	fmt.Fprintf(&b, "\nUse a provider that enforces them (pysandboxes probe lists what each one enforces here), or accept them as not enforced by the OS explicitly (AcceptUnenforced(%s), --accept-unenforced=%s).", caps.goNames(), caps)
+	fmt.Fprintf(&b, "\nUse a provider that enforces them (pysandboxes probe lists what each one enforces here), or accept them as not enforced by the OS explicitly (AcceptUnenforced(%s), --accept-unenforced=%s).", caps.GoNames(), caps)
 	return b.String()
 }
 
@@ -67,10 +67,6 @@ func (e *UnenforcedError) Error() string {
 type NoProviderError struct {
 	// Verdicts tell, for each registered provider, why it was not chosen.
 	Verdicts []Verdict
-	// NotLinked are the providers auto would have considered that the program
-	// does not link: a provider registers itself when its package is imported
-	// (import _ "github.com/pysandboxes/pysandboxes/landlock").
-	NotLinked []string
 }
 
 // Verdict is why auto did not choose a provider: it does not work here (Probe), or
@@ -99,10 +95,6 @@ func (e *NoProviderError) Error() string {
 		if v.Why != "" {
 			b.WriteString("\n    (" + v.Why + ")")
 		}
-	}
-	if len(e.NotLinked) > 0 {
-		fmt.Fprintf(&b, "\n  not linked into this program: %s; a provider registers itself when its package is imported, e.g.\n    import _ \"github.com/pysandboxes/pysandboxes/%s\"",
-			strings.Join(e.NotLinked, ", "), e.NotLinked[0])
 	}
 	return b.String()
 }

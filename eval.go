@@ -64,20 +64,40 @@ type evalConfig struct {
 	limits EvalLimits
 }
 
-// WithEvalPool sets how many evaluations run at once (default 1): the zygote
-// keeps as many processes forked and ready, and an evaluation beyond waits.
-func WithEvalPool(n int) Option { return func(c *config) { c.eval.pool = n } }
+// EvalConfig configures the eval layer (Eval and Exec): WithEval sets it. A
+// zero field keeps the default. What the eval zygote shares with the workers
+// of Call (its directory, output, restart policy, start timeout, close grace
+// and result bound) is set by WithCall.
+type EvalConfig struct {
+	// Pool is how many evaluations run at once (default 1): the zygote keeps
+	// as many processes forked and ready, and an evaluation beyond waits.
+	Pool int
+	// NoFork turns the zygote off: each evaluation then starts a fresh
+	// interpreter of its own, about the start-up of a sandboxed interpreter per
+	// evaluation instead of a fork. By default the zygote is used, which falls
+	// back to fresh interpreters by itself when forking does not work in the
+	// sandbox.
+	NoFork bool
+	// Limits are the hard limits of every evaluation (EvalMemory, EvalCPU and
+	// EvalMaxOutput override them for one).
+	Limits EvalLimits
+}
 
-// WithEvalFork turns the zygote off (false): each evaluation then starts a
-// fresh interpreter of its own, about the start-up of a sandboxed interpreter
-// per evaluation instead of a fork. The default (true) uses the zygote, and
-// falls back to fresh interpreters by itself when forking does not work in the
-// sandbox.
-func WithEvalFork(on bool) Option { return func(c *config) { c.eval.noFork = !on } }
-
-// WithEvalLimits sets the hard limits of every evaluation (EvalMemory, EvalCPU
-// and EvalMaxOutput override them for one).
-func WithEvalLimits(l EvalLimits) Option { return func(c *config) { c.eval.limits = l } }
+// WithEval sets the configuration of the eval layer: the fields of ec that
+// are not zero (several WithEval add up).
+func WithEval(ec EvalConfig) Option {
+	return func(c *config) {
+		if ec.Pool != 0 {
+			c.eval.pool = ec.Pool
+		}
+		if ec.NoFork {
+			c.eval.noFork = true
+		}
+		if ec.Limits != (EvalLimits{}) {
+			c.eval.limits = ec.Limits
+		}
+	}
+}
 
 // EvalOption configures one evaluation.
 type EvalOption func(*evalOptions)
@@ -97,7 +117,7 @@ func EvalProfile(name string) EvalOption { return func(o *evalOptions) { o.profi
 
 // EvalOutput streams what the evaluation prints on sys.stdout and sys.stderr
 // to stdout and stderr (nil discards), instead of capturing it (the default,
-// see Output) or streaming it to the sandbox's WithCallOutput writers.
+// see Output) or streaming it to the sandbox's CallConfig.Stdout writers.
 func EvalOutput(stdout, stderr io.Writer) EvalOption {
 	return func(o *evalOptions) {
 		o.stdout, o.stderr = stdout, stderr
@@ -112,7 +132,7 @@ func EvalOutput(stdout, stderr io.Writer) EvalOption {
 
 // EvalCapture makes out receive what the evaluation printed on the streams
 // that EvalOutput gives no writer, whether it succeeded or failed (what was
-// printed before the failure); it overrides the sandbox's WithCallOutput.
+// printed before the failure); it overrides the sandbox's CallConfig.Stdout.
 // Without it, captured output is kept for the error only (RemoteError.Output).
 func EvalCapture(out *Output) EvalOption { return func(o *evalOptions) { o.capture = out } }
 
@@ -178,7 +198,7 @@ func (e *EvalProcessError) Unwrap() error { return e.Err }
 // What the code prints is captured by default, never written to the host's
 // own standard output: EvalCapture receives it, a *RemoteError carries it
 // (Output), and it is bounded by the output limit (EvalLimits.Output).
-// EvalOutput, or WithCallOutput, streams it instead.
+// EvalOutput, or CallConfig.Stdout, streams it instead.
 //
 // Errors (use errors.As and errors.Is):
 //   - *evalguard.RejectedError: the source breaks the profile; every violation,
@@ -230,10 +250,7 @@ func (s *Sandbox) eval(ctx context.Context, exec bool, src string, names map[str
 	for _, f := range opts {
 		f(&o)
 	}
-	pp, ok := s.policy.(*policy.Policy)
-	if !ok {
-		return nil, fmt.Errorf("pysandboxes: Eval needs a *policy.Policy (got %T)", s.policy)
-	}
+	pp := s.policy
 	if s.cfg.python.learn != "" {
 		return nil, ErrEvalLearning
 	}
@@ -485,7 +502,7 @@ func newEvals(s *Sandbox) *evals {
 		out: &lockedWriter{mu: mu, w: s.cfg.call.procOut}, errOut: &lockedWriter{mu: mu, w: s.cfg.call.procErr},
 		callOut: defaultStreams(mu, &s.cfg.call), all: map[*zygoteProc]bool{}}
 	if s.cfg.eval.noFork {
-		es.fallback = "WithEvalFork(false)"
+		es.fallback = "WithEval(EvalConfig{NoFork: true})"
 	}
 	return es
 }
@@ -846,10 +863,7 @@ func (r *zygoteRun) prepare(c *Cmd) error {
 		return err
 	}
 	c.Path = in.Path
-	pp, ok := s.policy.(*policy.Policy)
-	if !ok {
-		return fmt.Errorf("pysandboxes: Eval needs a *policy.Policy (got %T)", s.policy)
-	}
+	pp := s.policy
 	guard := !s.cfg.python.layerOff && s.provider.Name() != "none"
 	if on, _ := pp.PySandbox(); !on {
 		guard = false

@@ -64,7 +64,7 @@ func BenchmarkEvalBackToBack(b *testing.B) {
 
 // BenchmarkEvalTwoCallers: two callers at once, a pool of 2.
 func BenchmarkEvalTwoCallers(b *testing.B) {
-	sb := evalSandbox(b, calcRules, pysandboxes.WithEvalPool(2))
+	sb := evalSandbox(b, calcRules, pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 	ctx := context.Background()
 	for range 5 {
 		if _, err := sb.Eval(ctx, "2+3*4", nil); err != nil {
@@ -109,7 +109,7 @@ func BenchmarkEvalTwoCallers(b *testing.B) {
 // BenchmarkEvalFreshInterpreter: without the zygote, a fresh sandboxed
 // interpreter per evaluation.
 func BenchmarkEvalFreshInterpreter(b *testing.B) {
-	benchEval(b, evalSandbox(b, calcRules, pysandboxes.WithEvalFork(false)), 0)
+	benchEval(b, evalSandbox(b, calcRules, pysandboxes.WithEval(pysandboxes.EvalConfig{NoFork: true})), 0)
 }
 
 // BenchmarkEvalPython3C: for comparison, /usr/bin/python3 -c 'print(2+3*4)'

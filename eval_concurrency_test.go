@@ -14,11 +14,11 @@ import (
 	"github.com/pysandboxes/pysandboxes/evalguard"
 )
 
-// TestEvalPoolRunsTwoAtOnce: with WithEvalPool(2), a short evaluation sent while
+// TestEvalPoolRunsTwoAtOnce: with WithEval(EvalConfig{Pool: 2}), a short evaluation sent while
 // a long one is blocked in C ends first; many callers at once all get their own
 // answers.
 func TestEvalPoolRunsTwoAtOnce(t *testing.T) {
-	sb := evalSandbox(t, limitRules+"eval-timeout:long=3s\neval-syntax:long=arith\neval-call:long=sum, range\n", pysandboxes.WithEvalPool(2))
+	sb := evalSandbox(t, limitRules+"eval-timeout:long=3s\neval-syntax:long=arith\neval-call:long=sum, range\n", pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 	ctx := context.Background()
 	if _, err := sb.Eval(ctx, "0", nil); err != nil {
 		t.Fatal(err)
@@ -69,7 +69,7 @@ func TestEvalPoolRunsTwoAtOnce(t *testing.T) {
 // process, descriptor or goroutine is left.
 func TestEval100ConcurrentEvaluations(t *testing.T) {
 	ctx := context.Background()
-	warm := evalSandbox(t, limitRules, pysandboxes.WithEvalPool(2))
+	warm := evalSandbox(t, limitRules, pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 	if _, err := warm.Eval(ctx, "1", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +78,7 @@ func TestEval100ConcurrentEvaluations(t *testing.T) {
 	beforeFDs := openFDs(t)
 	beforeG := runtime.NumGoroutine()
 
-	sb := evalSandbox(t, limitRules, pysandboxes.WithEvalPool(2))
+	sb := evalSandbox(t, limitRules, pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 	const n = 100
 	start := make(chan struct{})
 	errs := make(chan error, n)

@@ -10,11 +10,11 @@ import (
 )
 
 // TestEvalFallbackFreshProcessPerEvaluation: without the zygote
-// (WithEvalFork(false), what the sandbox also does by itself when forking does
+// (WithEval(EvalConfig{NoFork: true}), what the sandbox also does by itself when forking does
 // not work in it), each evaluation starts a fresh interpreter, under the same
 // guard and hard limits.
 func TestEvalFallbackFreshProcessPerEvaluation(t *testing.T) {
-	sb := evalSandbox(t, limitRules+"eval-syntax:agent=assign, arith\n", pysandboxes.WithEvalFork(false))
+	sb := evalSandbox(t, limitRules+"eval-syntax:agent=assign, arith\n", pysandboxes.WithEval(pysandboxes.EvalConfig{NoFork: true}))
 	ctx := context.Background()
 	if v, err := sb.Eval(ctx, "2+3*4", nil); err != nil || v != int64(14) {
 		t.Fatalf("2+3*4 = %v, %v", v, err)

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -39,7 +38,7 @@ func evalSandboxWith(t testing.TB, rules string, stream bool, opts ...pysandboxe
 	base := []pysandboxes.Option{pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
 		pysandboxes.WithPython("/usr/bin/python3")}
 	if stream {
-		base = append(base, pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{}))
+		base = append(base, pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}))
 	}
 	sb, err := pysandboxes.New(ctx, pol, append(base, opts...)...)
 	if err != nil {

@@ -37,7 +37,7 @@ func TestEvalNoLeaksAfter1000Evaluations(t *testing.T) {
 	beforeFDs := openFDs(t)
 	beforeG := runtime.NumGoroutine()
 
-	sb := evalSandbox(t, limitRules+"eval-timeout:short=100ms\neval-syntax:short=arith\neval-call:short=sum, range\n", pysandboxes.WithEvalPool(2))
+	sb := evalSandbox(t, limitRules+"eval-timeout:short=100ms\neval-syntax:short=arith\neval-call:short=sum, range\n", pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 	one := func(i int) error {
 		switch {
 		case i%50 == 25:

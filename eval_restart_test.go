@@ -70,8 +70,8 @@ func evalAfterCrash(t *testing.T, sb *pysandboxes.Sandbox) error {
 // next evaluation; past the restart policy's budget, evaluations fail at once
 // with ErrRestartLimit.
 func TestEvalZygoteDeathRestarts(t *testing.T) {
-	sb := evalSandbox(t, calcRules, pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{
-		Max: 1, Window: time.Minute, Backoff: 10 * time.Millisecond, Factor: 1, MaxBackoff: 10 * time.Millisecond}))
+	sb := evalSandbox(t, calcRules, pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{
+		Max: 1, Window: time.Minute, Backoff: 10 * time.Millisecond, Factor: 1, MaxBackoff: 10 * time.Millisecond}}))
 	if _, err := sb.Eval(context.Background(), "1", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -8,9 +8,7 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/evalguard"
 	"github.com/pysandboxes/pysandboxes/policy"
-
 	// The providers auto chooses among register themselves when imported.
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // Model-written code is evaluated under the policy's eval profile, in a process

@@ -90,7 +90,7 @@ func playStdioHost() int {
 		return 1
 	}
 	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("landlock"), landlockMeta, pysandboxes.WithLogger(quietLogger()),
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithInit("callmod:init"))
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:init"}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

@@ -139,7 +139,7 @@ func (c *closeOnce) Close() error {
 // output stays the host's (a program that speaks a protocol on it, such as
 // an MCP server over stdio, is not corrupted by a print). A stream is
 // streamed instead when it is given a writer (CallOptions.Stdout and Stderr,
-// EvalOutput, or the sandbox's WithCallOutput).
+// EvalOutput, or the sandbox's CallConfig.Stdout).
 //
 // What is captured is bounded: by Limits.Output when it is set, else by
 // DefaultCallOutput for a call and the evaluation's output limit for an
@@ -191,7 +191,7 @@ func (w captureWriter) Write(p []byte) (int, error) {
 
 // streams resolves where each stream of one call or evaluation goes: its own
 // writer, else the capture when the caller asked for it (capture), else the
-// sandbox's writer (WithCallOutput), else the capture. captured reports that
+// sandbox's writer (CallConfig.Stdout), else the capture. captured reports that
 // at least one stream is captured.
 func streams(own [2]io.Writer, captureAsked bool, sandbox [2]io.Writer, c *capture) (out [2]io.Writer, captured bool) {
 	for i := range out {

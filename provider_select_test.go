@@ -148,6 +148,10 @@ func TestUnknownProvider(t *testing.T) {
 	if !errors.Is(err, pysandboxes.ErrUnknownProvider) {
 		t.Fatalf("New = %v, want ErrUnknownProvider", err)
 	}
+	// A provider that is not built in is one whose package is not imported.
+	if want := "registers itself when its package is imported"; !strings.Contains(err.Error(), want) {
+		t.Errorf("the error does not say how a provider registers (%s): %v", want, err)
+	}
 }
 
 func TestNoneProviderRunsUnconfinedWhenNamed(t *testing.T) {

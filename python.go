@@ -55,18 +55,14 @@ func WithLearning(file string) Option {
 
 // applyLearning is called by New: learning (WithLearning, or learn= in the
 // policy) forces the subprocess provider and accepts everything as unenforced.
-func (c *config) applyLearning(p Policy) error {
-	pp, _ := p.(*policy.Policy)
+func (c *config) applyLearning(pp *policy.Policy) error {
 	if !c.python.learnSet {
-		if pp == nil {
-			return nil
-		}
 		file, _ := pp.Learn()
 		if file == "" {
 			return nil
 		}
 		c.python.learn = file
-	} else if pp != nil {
+	} else {
 		if lock := pp.Locked(); lock != nil {
 			return fmt.Errorf("%s: learning mode is forbidden, but requested by %s: %w", lock.Ref, policy.ArgFile, policy.ErrLocked)
 		}
@@ -76,13 +72,9 @@ func (c *config) applyLearning(p Policy) error {
 				c.python.learn = policy.DefaultName
 			}
 		}
-	} else if c.python.learn == "" {
-		c.python.learn = policy.DefaultName
 	}
-	if pp != nil {
-		if on, r := pp.PySandbox(); !on {
-			return fmt.Errorf("%s: learning needs the Python layer, which '%s' turns off", r.Ref, r.Raw)
-		}
+	if on, r := pp.PySandbox(); !on {
+		return fmt.Errorf("%s: learning needs the Python layer, which '%s' turns off", r.Ref, r.Raw)
 	}
 	if c.python.layerOff {
 		return errors.New("learning needs the Python layer, which WithPythonLayer(false) turns off")
@@ -157,7 +149,7 @@ func (r *pythonRun) prepare(c *Cmd) error {
 	}
 	r.interp = in
 	c.Path = in.Path
-	pp, _ := s.policy.(*policy.Policy)
+	pp := s.policy
 	on := !s.cfg.python.layerOff
 	if ok, _ := s.policy.PySandbox(); !ok {
 		on = false
@@ -166,9 +158,6 @@ func (r *pythonRun) prepare(c *Cmd) error {
 		// No guard: the interpreter runs the program itself.
 		c.Args = append([]string{in.Path}, r.args...)
 		return nil
-	}
-	if pp == nil {
-		return fmt.Errorf("pysandboxes: the Python layer needs a *policy.Policy (got %T)", s.policy)
 	}
 	mode := pylayer.ModeEnforce
 	if s.cfg.python.learn != "" {

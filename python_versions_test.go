@@ -58,7 +58,7 @@ func versionSandbox(t *testing.T, python, dir, rules string, opts ...pysandboxes
 	}
 	base := []pysandboxes.Option{pysandboxes.WithProvider("subprocess"), pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities),
 		pysandboxes.WithLogger(quietLogger()), pysandboxes.WithPython(python),
-		pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{})}
+		pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}})}
 	sb, err := pysandboxes.New(ctx, pol, append(base, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +112,7 @@ func TestPythonImportsOnEachPython(t *testing.T) {
 func TestCallImportsNameTheImporter(t *testing.T) {
 	eachPython(t, func(t *testing.T, python string) {
 		dir := callDir(t)
-		sb := versionSandbox(t, python, t.TempDir(), "expose-ro="+dir+"\npython-import=json\n", pysandboxes.WithWorkerDir(dir))
+		sb := versionSandbox(t, python, t.TempDir(), "expose-ro="+dir+"\npython-import=json\n", pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}))
 		ctx := context.Background()
 		if v, err := sb.Call(ctx, "callimports:dumps", []any{int64(1)}); err != nil || v != "[1]" {
 			t.Fatalf("dumps = %v, %v", v, err)

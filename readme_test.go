@@ -112,6 +112,13 @@ func TestReadmeLibrarySnippet(t *testing.T) {
 	if prog == nil {
 		t.Fatal("README.md has no complete Go program")
 	}
+	// The program imports the library alone: the root, which links the
+	// providers, and policy.
+	for _, imp := range regexp.MustCompile(`"(github\.com/pysandboxes/[^"]*)"`).FindAllStringSubmatch(prog.text, -1) {
+		if imp[1] != "github.com/pysandboxes/pysandboxes" && imp[1] != "github.com/pysandboxes/pysandboxes/policy" {
+			t.Errorf("README.md(%d): the program imports %s: the root and policy are all a program needs", prog.line, imp[1])
+		}
+	}
 	bin, out, err := buildSnippet(t, prog.text)
 	if err != nil {
 		t.Fatalf("README.md(%d): the program does not build: %v\n%s", prog.line, err, out)

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -21,27 +21,22 @@ type fakeProvider struct {
 func (f fakeProvider) Name() string                { return f.name }
 func (f fakeProvider) Probe(context.Context) error { return nil }
 func (f fakeProvider) Capabilities() Capability    { return f.caps }
-func (f fakeProvider) Prepare(context.Context, *Request) (*Launch, error) {
+func (f fakeProvider) Prepare(context.Context, *driver.Request) (*driver.Launch, error) {
 	return nil, errors.New("fake provider")
 }
 
-// withRegistry runs f with only the providers ps registered (the tests of this
-// package do not run in parallel).
-func withRegistry(t *testing.T, ps []Provider, f func()) {
+// only makes the sandbox choose among ps alone, as if they were the only
+// providers registered.
+func only(ps ...Provider) Option { return func(c *config) { c.providers = ps } }
+
+// builtin returns the registered provider name.
+func builtin(t *testing.T, name string) Provider {
 	t.Helper()
-	registry.Lock()
-	saved := registry.m
-	registry.m = map[string]Provider{}
-	for _, p := range ps {
-		registry.m[p.Name()] = p
+	p, ok := Lookup(name)
+	if !ok {
+		t.Fatalf("provider %s is not registered", name)
 	}
-	registry.Unlock()
-	defer func() {
-		registry.Lock()
-		registry.m = saved
-		registry.Unlock()
-	}()
-	f()
+	return p
 }
 
 // TestAutoRefusesWhatNoProviderEnforces: when no registered provider covers the
@@ -54,9 +49,8 @@ func TestAutoRefusesWhatNoProviderEnforces(t *testing.T) {
 		t.Fatal(err)
 	}
 	contents := CapEnv | CapFilesRead | CapFilesWrite | CapIdentity | CapUnixSockets | CapTCPPorts | CapUDPDeny | CapRawSockets
-	withRegistry(t, []Provider{fakeProvider{"landlock", contents}, subprocessProvider{}, noneProvider{}}, func() {
-		_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	})
+	_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))),
+		only(fakeProvider{"landlock", contents}, builtin(t, "subprocess"), builtin(t, "none")))
 	var npe *NoProviderError
 	if !errors.As(err, &npe) {
 		t.Fatalf("New = %v, want *NoProviderError", err)
@@ -76,35 +70,5 @@ func TestAutoRefusesWhatNoProviderEnforces(t *testing.T) {
 		if v.Provider == "none" {
 			t.Errorf("auto considered the provider none")
 		}
-	}
-}
-
-// TestAutoNamesTheMissingImport: a program that links no OS provider (it did not
-// import a provider package) is told which import registers one.
-func TestAutoNamesTheMissingImport(t *testing.T) {
-	ctx := context.Background()
-	pol, err := policy.Parse(ctx, ".py-sandboxes", []byte("python-import=json\n"), &policy.Options{Env: []string{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	withRegistry(t, []Provider{subprocessProvider{}, noneProvider{}}, func() {
-		_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	})
-	var npe *NoProviderError
-	if !errors.As(err, &npe) {
-		t.Fatalf("New = %v, want *NoProviderError", err)
-	}
-	if !slices.Equal(npe.NotLinked, preference) {
-		t.Errorf("NotLinked = %v, want %v", npe.NotLinked, preference)
-	}
-	if want := `import _ "github.com/pysandboxes/pysandboxes/landlock"`; !strings.Contains(err.Error(), want) {
-		t.Errorf("error does not name the import to add (%s):\n%v", want, err)
-	}
-	// With a provider linked, it is not named.
-	withRegistry(t, []Provider{fakeProvider{"landlock", 0}, subprocessProvider{}, noneProvider{}}, func() {
-		_, err = New(ctx, pol, WithProvider("auto"), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
-	})
-	if !errors.As(err, &npe) || slices.Contains(npe.NotLinked, "landlock") {
-		t.Errorf("with landlock linked: %v", err)
 	}
 }

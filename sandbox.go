@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+
+	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // Sandbox runs programs under one policy and one OS provider. It is safe for
 // concurrent use; each Command is independent.
 type Sandbox struct {
-	policy   Policy
+	policy   *policy.Policy
 	provider Provider
 	cfg      config
 	reqs     []Requirement
@@ -23,14 +26,17 @@ type Sandbox struct {
 type config struct {
 	provider string
 	use      Provider
-	limits   Limits
-	logger   *slog.Logger
-	accept   Capability
-	require  Capability
-	helper   string
-	python   pythonConfig
-	call     callConfig
-	eval     evalConfig
+	// providers, when not nil, replace the registry (in the order
+	// os-sandbox=auto considers them).
+	providers []Provider
+	limits    Limits
+	logger    *slog.Logger
+	accept    Capability
+	require   Capability
+	helper    string
+	python    pythonConfig
+	call      callConfig
+	eval      evalConfig
 }
 
 // Option configures a Sandbox.
@@ -73,7 +79,7 @@ func WithHelper(path string) Option { return func(c *config) { c.helper = path }
 // provider cannot enforce is an *UnenforcedError (or a *NoProviderError for auto),
 // unless AcceptUnenforced covers it. The provider "none" runs programs without any
 // sandbox, for debugging: it must be named explicitly and accepts everything.
-func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
+func New(ctx context.Context, p *policy.Policy, opts ...Option) (*Sandbox, error) {
 	if p == nil {
 		return nil, errors.New("pysandboxes: nil policy")
 	}
@@ -88,7 +94,7 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 	if err := s.cfg.applyLearning(p); err != nil {
 		return nil, err
 	}
-	all := Requirements(p, s.cfg.limits)
+	all := driver.Requirements(p, s.cfg.limits)
 	for _, c := range s.cfg.require.List() {
 		all = append(all, Requirement{Capability: c, Why: "required by the caller"})
 	}
@@ -106,7 +112,7 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 		if err := s.provider.Probe(ctx); err != nil {
 			return nil, &ProbeError{Provider: s.provider.Name(), Err: err}
 		}
-		if m := missing(s.reqs, s.provider.Capabilities()); len(m) > 0 {
+		if m := driver.Missing(s.reqs, s.provider.Capabilities()); len(m) > 0 {
 			return nil, &UnenforcedError{Provider: s.provider.Name(), Missing: m, Why: explain(s.provider, m)}
 		}
 	default:
@@ -114,12 +120,16 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 		if name == "" {
 			name, _ = p.OSSandbox()
 		}
-		s.provider, err = selectProvider(ctx, name, s.reqs)
+		ps := s.cfg.providers
+		if ps == nil {
+			ps = Providers()
+		}
+		s.provider, err = selectProvider(ctx, name, s.reqs, ps)
 		if err != nil {
 			return nil, err
 		}
 	}
-	if c, ok := s.provider.(Compiler); ok {
+	if c, ok := s.provider.(driver.Compiler); ok {
 		s.compiled, err = c.Compile(ctx, p, s.cfg.accept)
 		if err != nil {
 			return nil, fmt.Errorf("os-sandbox %s: %w", s.provider.Name(), err)
@@ -157,20 +167,20 @@ func New(ctx context.Context, p Policy, opts ...Option) (*Sandbox, error) {
 func (s *Sandbox) Provider() Provider { return s.provider }
 
 // Policy returns the sandbox's policy.
-func (s *Sandbox) Policy() Policy { return s.policy }
+func (s *Sandbox) Policy() *policy.Policy { return s.policy }
 
 // Unenforced returns the requirements that the provider does not enforce and that
 // the caller accepted with AcceptUnenforced (all of them for the provider "none").
 func (s *Sandbox) Unenforced() []Requirement {
 	if s.provider.Name() == "none" {
-		return append(missing(s.reqs, 0), s.accepted...)
+		return append(driver.Missing(s.reqs, 0), s.accepted...)
 	}
-	return missing(s.accepted, s.provider.Capabilities())
+	return driver.Missing(s.accepted, s.provider.Capabilities())
 }
 
 // Close releases the sandbox. Commands already started keep running until they
 // end. The workers of Call are stopped: new calls fail with ErrSandboxClosed,
-// the calls in flight have the grace period (WithCloseGrace) to end, then
+// the calls in flight have the grace period (CallConfig.CloseGrace) to end, then
 // their workers are killed; every worker process is reaped before Close
 // returns, and in learning mode what the calls did is merged into the rule file
 // (see Learned). The eval zygote (Eval) is stopped likewise, its processes

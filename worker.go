@@ -25,7 +25,7 @@ type callConfig struct {
 	init    string
 	eager   bool
 	// stdout, stderr: where calls and evaluations stream by default
-	// (WithCallOutput; nil: captured). procOut, procErr: where the worker and
+	// (CallConfig.Stdout; nil: captured). procOut, procErr: where the worker and
 	// zygote processes' own output goes.
 	stdout, stderr   io.Writer
 	procOut, procErr io.Writer
@@ -38,7 +38,7 @@ type callConfig struct {
 	startTimeout     time.Duration
 }
 
-// RestartPolicy bounds the restarts of failing workers (see WithRestartPolicy).
+// RestartPolicy bounds the restarts of failing workers (see CallConfig.Restart).
 // A failure is a worker that ended on its own (a crash, a signal from outside, a
 // resource limit), broke the channel's protocol, sent a malformed result, could
 // not start, or whose init function raised. A worker the host killed on purpose
@@ -72,92 +72,116 @@ const (
 	stopGrace = 2 * time.Second
 )
 
-// WithWorkers sets how many worker processes serve Call at once (default 1:
-// calls are serialized). Each worker runs one call at a time; calls beyond n wait
-// for a free worker.
-func WithWorkers(n int) Option { return func(c *config) { c.call.workers = n } }
+// CallConfig configures the Python processes behind Call (its workers) and,
+// for what they share, behind Eval (its zygote): WithCall sets it. A zero
+// field keeps the default.
+type CallConfig struct {
+	// Workers is how many worker processes serve Call at once (default 1:
+	// calls are serialized). Each worker runs one call at a time; calls beyond
+	// wait for a free worker.
+	Workers int
+	// Init names a function ("module:function", sync or async) that every
+	// worker runs inside, under the guard, after each start and before its
+	// first call: logging set-up, connection pools... A raising init fails the
+	// start (a *WorkerError wrapping the *RemoteError).
+	Init string
+	// Eager makes New start the workers (and run their init function), instead
+	// of the first Call; New fails when they cannot start.
+	Eager bool
+	// Timeout is the default timeout of a call (CallOptions.Timeout).
+	Timeout time.Duration
+	// MaxResult bounds the pickle of one call's result (default
+	// DefaultMaxResult, 16 MiB): the worker refuses to send more (a
+	// *ResultError wrapping ErrResultTooLarge), and the host never reads more.
+	MaxResult int
+	// Dir is the working directory of the workers and of the eval zygote
+	// (default the host's), the first directory searched for the called
+	// modules. The policy must expose it (expose-ro=) for the OS provider and
+	// the Python layer to let it be read.
+	Dir string
+	// PythonPath are directories put first on the workers' sys.path (the
+	// policy must expose them).
+	PythonPath []string
+	// CloseGrace is how long Close waits for the calls and evaluations in
+	// flight before it kills their processes (default DefaultCloseGrace, 5 s).
+	CloseGrace time.Duration
+	// Restart bounds the restarts of failing workers and zygotes (the zero
+	// value is DefaultRestartPolicy).
+	Restart RestartPolicy
+	// StartTimeout bounds the start of a worker, its init function included,
+	// or of the eval zygote (default DefaultStartTimeout, 30 s).
+	StartTimeout time.Duration
+	// Stdout and Stderr, when either is set, make calls and evaluations stream
+	// what they print there, as it is printed, instead of capturing it (the
+	// default, see Output); a nil one of the two discards. CallOptions.Stdout
+	// and Stderr, CallOptions.Capture, EvalOutput and EvalCapture override it
+	// for one call or evaluation. The worker and zygote processes' own output
+	// (what they print outside a call, and what reaches descriptors 1 and 2
+	// directly: C code, child processes) goes there too, unless ProcessStdout
+	// or ProcessStderr is set.
+	//
+	// Stdout: os.Stdout prints on the host's own standard output: never do that
+	// in a host whose standard output is a protocol.
+	Stdout, Stderr io.Writer
+	// ProcessStdout and ProcessStderr, when either is set, receive the worker
+	// and zygote processes' own output: what they print outside a call or an
+	// evaluation (the init function's prints included), and what is written to
+	// their descriptors 1 and 2 directly (by C code, or by child processes),
+	// which is never part of a call's output; a nil one of the two discards.
+	// The default is the host's standard error, for both: never its standard
+	// output.
+	ProcessStdout, ProcessStderr io.Writer
+}
 
-// WithInit names a function ("module:function", sync or async) that every
-// worker runs inside, under the guard, after each start and before its first
-// call: logging set-up, connection pools... A raising init fails the start (a
-// *WorkerError wrapping the *RemoteError).
-func WithInit(fn string) Option { return func(c *config) { c.call.init = fn } }
-
-// WithEagerWorkers makes New start the workers (and run their init function),
-// instead of the first Call; New fails when they cannot start.
-func WithEagerWorkers() Option { return func(c *config) { c.call.eager = true } }
-
-// WithCallOutput makes calls and evaluations stream what they print to
-// stdout and stderr, as it is printed, instead of capturing it (the default,
-// see Output); CallOptions.Stdout and Stderr, CallOptions.Capture, EvalOutput
-// and EvalCapture override it for one call or evaluation. It also sends there
-// the worker and zygote processes' own output (what they print outside a call,
-// and what reaches descriptors 1 and 2 directly: C code, child processes), as
-// WithWorkerOutput does. nil discards.
-//
-// WithCallOutput(os.Stdout, os.Stderr) prints on the host's own standard
-// output: never do that in a host whose standard output is a protocol.
-func WithCallOutput(stdout, stderr io.Writer) Option {
+// WithCall sets the configuration of the Python processes behind Call and
+// Eval: the fields of cc that are not zero (several WithCall add up).
+func WithCall(cc CallConfig) Option {
 	return func(c *config) {
-		if stdout == nil {
-			stdout = io.Discard
+		m := &c.call
+		if cc.Workers != 0 {
+			m.workers = cc.Workers
 		}
-		if stderr == nil {
-			stderr = io.Discard
+		if cc.Init != "" {
+			m.init = cc.Init
 		}
-		c.call.stdout, c.call.stderr = stdout, stderr
-		c.call.procOut, c.call.procErr = stdout, stderr
+		if cc.Eager {
+			m.eager = true
+		}
+		if cc.Timeout != 0 {
+			m.timeout = cc.Timeout
+		}
+		if cc.MaxResult != 0 {
+			m.maxResult = cc.MaxResult
+		}
+		if cc.Dir != "" {
+			m.dir = cc.Dir
+		}
+		m.path = append(m.path, cc.PythonPath...)
+		if cc.CloseGrace != 0 {
+			m.grace = cc.CloseGrace
+		}
+		if cc.Restart != (RestartPolicy{}) {
+			m.restart = cc.Restart
+		}
+		if cc.StartTimeout != 0 {
+			m.startTimeout = cc.StartTimeout
+		}
+		if cc.Stdout != nil || cc.Stderr != nil {
+			m.stdout, m.stderr = orDiscard(cc.Stdout), orDiscard(cc.Stderr)
+			m.procOut, m.procErr = m.stdout, m.stderr
+		}
+		if cc.ProcessStdout != nil || cc.ProcessStderr != nil {
+			m.procOut, m.procErr = orDiscard(cc.ProcessStdout), orDiscard(cc.ProcessStderr)
+		}
 	}
 }
 
-// WithWorkerOutput sets where the worker and zygote processes' own output
-// goes: what they print outside a call or an evaluation (the init function's
-// prints included), and what is written to their descriptors 1 and 2 directly
-// (by C code, or by child processes), which is never part of a call's output.
-// The default is the host's standard error, for both: never its standard
-// output. nil discards.
-func WithWorkerOutput(stdout, stderr io.Writer) Option {
-	return func(c *config) {
-		if stdout == nil {
-			stdout = io.Discard
-		}
-		if stderr == nil {
-			stderr = io.Discard
-		}
-		c.call.procOut, c.call.procErr = stdout, stderr
+// orDiscard is w, or io.Discard when w is nil.
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
 	}
-}
-
-// WithCallTimeout sets the default timeout of a call (CallOptions.Timeout).
-func WithCallTimeout(d time.Duration) Option { return func(c *config) { c.call.timeout = d } }
-
-// WithMaxResult bounds the pickle of one call's result (default
-// DefaultMaxResult, 16 MiB): the worker refuses to send more (a *ResultError
-// wrapping ErrResultTooLarge), and the host never reads more.
-func WithMaxResult(bytes int) Option { return func(c *config) { c.call.maxResult = bytes } }
-
-// WithWorkerDir sets the working directory of the workers (default the host's),
-// the first directory searched for the called modules. The policy must expose
-// it (expose-ro=) for the OS provider and the Python layer to let it be read.
-func WithWorkerDir(dir string) Option { return func(c *config) { c.call.dir = dir } }
-
-// WithPythonPath puts directories first on the workers' sys.path (the policy
-// must expose them).
-func WithPythonPath(dirs ...string) Option {
-	return func(c *config) { c.call.path = append(c.call.path, dirs...) }
-}
-
-// WithCloseGrace sets how long Close waits for the calls in flight before it
-// kills their workers (default DefaultCloseGrace, 5 s).
-func WithCloseGrace(d time.Duration) Option { return func(c *config) { c.call.grace = d } }
-
-// WithRestartPolicy replaces DefaultRestartPolicy.
-func WithRestartPolicy(p RestartPolicy) Option { return func(c *config) { c.call.restart = p } }
-
-// WithWorkerStartTimeout bounds the start of a worker, its init function
-// included (default DefaultStartTimeout, 30 s).
-func WithWorkerStartTimeout(d time.Duration) Option {
-	return func(c *config) { c.call.startTimeout = d }
+	return w
 }
 
 func (c *callConfig) defaults() {
@@ -647,7 +671,7 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 			wp.kill(true, err)
 			how := "Limits.Output"
 			if captured && p.s.cfg.limits.Output <= 0 {
-				how = "DefaultCallOutput, for captured output (raise Limits.Output, or stream it with CallOptions.Stdout and Stderr or WithCallOutput)"
+				how = "DefaultCallOutput, for captured output (raise Limits.Output, or stream it with CallOptions.Stdout and Stderr or CallConfig.Stdout)"
 			}
 			return nil, fmt.Errorf("pysandboxes: call %s: output limit of %d bytes exceeded (%s): its worker was killed: %w", fn, out.Limit, how, ErrOutputLimit), false
 		case errors.Is(err, pylayer.ErrNotDelivered):
@@ -854,10 +878,7 @@ func (r *workerRun) prepare(c *Cmd) error {
 		return err
 	}
 	c.Path = in.Path
-	pp, ok := s.policy.(*policy.Policy)
-	if !ok {
-		return fmt.Errorf("pysandboxes: Call needs a *policy.Policy (got %T)", s.policy)
-	}
+	pp := s.policy
 	guard := !s.cfg.python.layerOff && s.provider.Name() != "none"
 	if on, _ := pp.PySandbox(); !on {
 		guard = false
@@ -923,7 +944,7 @@ func (c *Cmd) killReason() error {
 	return c.reason
 }
 
-// defaultStreams returns the calls' default writers (WithCallOutput), under
+// defaultStreams returns the calls' default writers (CallConfig.Stdout), under
 // the lock of the processes' own output (they may be one writer); nil for a
 // stream that is captured.
 func defaultStreams(mu *sync.Mutex, cfg *callConfig) [2]io.Writer {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +14,6 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -60,9 +60,9 @@ func callSandboxWith(t testing.TB, provider, rules string, stream bool, opts ...
 		t.Fatal(err)
 	}
 	base := []pysandboxes.Option{pysandboxes.WithProvider(provider), pysandboxes.WithLogger(quietLogger()),
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir)}
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir})}
 	if stream {
-		base = append(base, pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{}))
+		base = append(base, pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}))
 	}
 	if provider == "subprocess" {
 		base = append(base, pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
@@ -79,8 +79,8 @@ func callSandboxWith(t testing.TB, provider, rules string, stream bool, opts ...
 }
 
 // quickRestarts is a restart policy for tests: the same shape, shorter delays.
-var quickRestarts = pysandboxes.WithRestartPolicy(pysandboxes.RestartPolicy{
-	Max: 5, Window: time.Minute, Backoff: 20 * time.Millisecond, Factor: 1.5, MaxBackoff: 100 * time.Millisecond})
+var quickRestarts = pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{
+	Max: 5, Window: time.Minute, Backoff: 20 * time.Millisecond, Factor: 1.5, MaxBackoff: 100 * time.Millisecond}})
 
 func mustCall(t testing.TB, sb *pysandboxes.Sandbox, fn string, args ...any) any {
 	t.Helper()
@@ -147,7 +147,7 @@ func TestCallBasics(t *testing.T) {
 
 // TestCallAsyncInit: an async init function runs inside before the first call.
 func TestCallAsyncInit(t *testing.T) {
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithInit("callmod:async_init"))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:async_init"}))
 	if v := mustCall(t, sb, "callmod:init_count"); v != int64(1) {
 		t.Errorf("init_count = %#v, want 1", v)
 	}
@@ -213,12 +213,12 @@ func TestCallAfterClose(t *testing.T) {
 	}
 }
 
-// TestCallEagerWorkers: WithEagerWorkers starts the workers (and runs init) in
+// TestCallEagerWorkers: CallConfig.Eager starts the workers (and runs init) in
 // New; a failing init makes New fail.
 func TestCallEagerWorkers(t *testing.T) {
 	out := &syncBuffer{}
-	sb := callSandbox(t, "landlock", "", pysandboxes.WithEagerWorkers(), pysandboxes.WithInit("callmod:init"),
-		pysandboxes.WithCallOutput(out, out))
+	sb := callSandbox(t, "landlock", "", pysandboxes.WithCall(pysandboxes.CallConfig{Eager: true}), pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:init"}),
+		pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: out, Stderr: out}))
 	if !strings.Contains(out.String(), "init ran") {
 		t.Errorf("init did not run in New: output %q", out.String())
 	}
@@ -232,8 +232,8 @@ func TestCallEagerWorkers(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), landlockMeta,
-		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithWorkerDir(dir), pysandboxes.WithEagerWorkers(),
-		pysandboxes.WithInit("callmod:failing_init"), pysandboxes.WithCallOutput(nil, nil))
+		pysandboxes.WithPython("/usr/bin/python3"), pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Eager: true}),
+		pysandboxes.WithCall(pysandboxes.CallConfig{Init: "callmod:failing_init"}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: io.Discard, Stderr: io.Discard}))
 	var we *pysandboxes.WorkerError
 	var re *pysandboxes.RemoteError
 	if !errors.As(err, &we) || !errors.As(err, &re) || re.Message != "init failed on purpose" ||

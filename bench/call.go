@@ -41,8 +41,8 @@ func callBench(ctx context.Context, python string, n int) error {
 				return err
 			}
 			opts := []pysandboxes.Option{pysandboxes.WithProvider(p.Name()), pysandboxes.WithLogger(quiet),
-				pysandboxes.WithPython(python), pysandboxes.WithPythonPath(dir), pysandboxes.WithWorkers(workers),
-				pysandboxes.WithEagerWorkers()}
+				pysandboxes.WithPython(python), pysandboxes.WithCall(pysandboxes.CallConfig{PythonPath: []string{dir}}), pysandboxes.WithCall(pysandboxes.CallConfig{Workers: workers}),
+				pysandboxes.WithCall(pysandboxes.CallConfig{Eager: true})}
 			opts = append(opts, accepting(p))
 			sb, err := pysandboxes.New(ctx, pol, opts...)
 			if err != nil {

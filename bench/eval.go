@@ -80,7 +80,7 @@ func evalBench(ctx context.Context, python string, n int) error {
 			return fmt.Errorf("%s: %w", p.Name(), err)
 		}
 		row(p.Name()+", back to back, pool 1", 1, lat, float64(n)/elapsed.Seconds())
-		sb2, err := mk(pysandboxes.WithEvalPool(2))
+		sb2, err := mk(pysandboxes.WithEval(pysandboxes.EvalConfig{Pool: 2}))
 		if err != nil {
 			return err
 		}
@@ -90,7 +90,7 @@ func evalBench(ctx context.Context, python string, n int) error {
 			return fmt.Errorf("%s: %w", p.Name(), err)
 		}
 		row(p.Name()+", back to back, pool 2", 2, lat, float64(n)/elapsed.Seconds())
-		sb3, err := mk(pysandboxes.WithEvalFork(false))
+		sb3, err := mk(pysandboxes.WithEval(pysandboxes.EvalConfig{NoFork: true}))
 		if err != nil {
 			return err
 		}

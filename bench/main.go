@@ -28,12 +28,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
-	_ "github.com/pysandboxes/pysandboxes/qemu"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 type config struct {

@@ -8,35 +8,35 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 )
 
 // TestCapabilitiesTable: what the provider claims, with and without seccomp,
 // env(1) and the network filter; never what it cannot enforce.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
-		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
-		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
-		pysandboxes.CapNoPrivileges
-	const sc = pysandboxes.CapSeccomp
+	const base = driver.CapFilesRead | driver.CapFilesMeta | driver.CapFilesWrite | driver.CapUnixSockets |
+		driver.CapUDPDeny | driver.CapRawSockets | driver.CapSignals |
+		driver.CapResourceLimits | driver.CapProcessIsolation | driver.CapUnprivileged |
+		driver.CapNoPrivileges
+	const sc = driver.CapSeccomp
 	for _, tc := range []struct {
 		ok, sc, env, net, listen, id bool
-		want                         pysandboxes.Capability
+		want                         driver.Capability
 	}{
 		{false, true, true, true, true, true, 0},
 		{true, false, false, false, true, false, base},
 		{true, true, false, false, false, false, base | sc},
-		{true, true, false, false, true, false, base | sc | pysandboxes.CapTCPPorts},
-		{true, true, true, false, true, false, base | sc | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
-		{true, true, true, true, true, false, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
-		{true, true, true, true, true, true, base | sc | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts | pysandboxes.CapIdentity},
+		{true, true, false, false, true, false, base | sc | driver.CapTCPPorts},
+		{true, true, true, false, true, false, base | sc | driver.CapEnv | driver.CapTCPPorts},
+		{true, true, true, true, true, false, base | sc | driver.CapEnv | netCapabilities | driver.CapTCPPorts},
+		{true, true, true, true, true, true, base | sc | driver.CapEnv | netCapabilities | driver.CapTCPPorts | driver.CapIdentity},
 	} {
 		got := capabilities(tc.ok, tc.sc, tc.env, tc.net, tc.listen, tc.id)
 		if got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc, got, tc.want)
 		}
-		if !tc.net && (got.Has(pysandboxes.CapNetHosts) || got.Has(pysandboxes.CapUDP)) {
+		if !tc.net && (got.Has(driver.CapNetHosts) || got.Has(driver.CapUDP)) {
 			t.Errorf("%+v: claims network filtering without the filter: %s", tc, got)
 		}
 	}
@@ -51,7 +51,7 @@ func TestRegisteredCapabilities(t *testing.T) {
 	h := p.host()
 	want := capabilities(true, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
 	if h.hideErr == nil {
-		want |= pysandboxes.CapHide
+		want |= driver.CapHide
 	}
 	if got := p.Capabilities(); got != want {
 		t.Fatalf("got %s, want %s", got, want)

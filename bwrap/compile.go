@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -19,7 +19,7 @@ import (
 // compiled is the translation of one policy, made once per sandbox.
 type compiled struct {
 	planner  *hostview.Planner
-	accepted pysandboxes.Capability
+	accepted driver.Capability
 	params   []string // the validated bwrap.<opt>= arguments
 	asPID1   bool     // bwrap.as-pid-1: the program is the namespace's first process
 	bpf      []byte   // the seccomp filter; nil without seccomp
@@ -46,7 +46,7 @@ var networkFiles = []string{
 }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -66,20 +66,20 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		c.warnings = append(c.warnings, np.filter.Warnings()...)
 	}
 
-	if h.env == "" && !accepted.Has(pysandboxes.CapEnv) {
-		errs = append(errs, fmt.Errorf("env(1) is missing (/usr/bin/env): bwrap adds PWD to the program's environment, which then is not exactly the policy's; accept the capability %s to run so", pysandboxes.CapEnv))
+	if h.env == "" && !accepted.Has(driver.CapEnv) {
+		errs = append(errs, fmt.Errorf("env(1) is missing (/usr/bin/env): bwrap adds PWD to the program's environment, which then is not exactly the policy's; accept the capability %s to run so", driver.CapEnv))
 	}
 
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
 
-	if h.seccompErr != nil && np != nil && np.setup && !np.udp && np.udpDNS && !accepted.Has(pysandboxes.CapUDPDeny) {
+	if h.seccompErr != nil && np != nil && np.setup && !np.udp && np.udpDNS && !accepted.Has(driver.CapUDPDeny) {
 		// Without seccomp nothing refuses UDP sockets, and the filter lets DNS
 		// datagrams reach the sandbox's resolver.
 		return nil, fmt.Errorf("without seccomp (%v), UDP sockets cannot be refused, and the network filter lets DNS datagrams reach the sandbox's resolver: "+
 			"UDP is not refused entirely, as a policy without a UDP rule needs; add net=DENY|udp|*|53|OUT, or accept the capability %s",
-			h.seccompErr, pysandboxes.CapUDPDeny)
+			h.seccompErr, driver.CapUDPDeny)
 	}
 	if h.landlock >= nsutil.ListenABI && h.seccompErr == nil {
 		st, err := nsutil.ListenStage(pol.Network())

@@ -5,9 +5,8 @@
 // privilege: it works for an unprivileged user, not in a container whose seccomp
 // profile refuses user namespaces or mount.
 //
-// Import it for its side effect, and os-sandbox=bwrap selects it:
-//
-//	import _ "github.com/pysandboxes/pysandboxes/bwrap"
+// Package pysandboxes links it (importing this package registers it), and
+// os-sandbox=bwrap selects it.
 //
 // # How it confines
 //

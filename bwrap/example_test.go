@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 

@@ -16,11 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"golang.org/x/sys/unix"
@@ -31,7 +32,7 @@ import (
 const setupTimeout = 30 * time.Second
 
 // prepare makes the launch of one program.
-func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h hostState, logger *slog.Logger) (*pysandboxes.Launch, error) {
+func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, logger *slog.Logger) (*driver.Launch, error) {
 	if !filepath.IsAbs(req.Path) {
 		return nil, fmt.Errorf("bwrap: %q is not an absolute path", req.Path)
 	}
@@ -47,8 +48,8 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		return nil, err
 	}
 	for _, se := range view.ScanErrors {
-		if !c.accepted.Has(pysandboxes.CapHide) {
-			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, pysandboxes.CapHide)
+		if !c.accepted.Has(driver.CapHide) {
+			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, driver.CapHide)
 		}
 		logger.Warn("os-sandbox bwrap: "+se.Error()+" (accepted: not enforced there)", "provider", Name)
 	}
@@ -94,7 +95,7 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	}
 	fds := launchFDs{seccomp: seccompFD, info: addFile(infoW), hosts: -1, resolv: -1, block: -1}
 	var blockW *os.File
-	fail := func(err error) (*pysandboxes.Launch, error) {
+	fail := func(err error) (*driver.Launch, error) {
 		infoR.Close()
 		if blockW != nil {
 			blockW.Close()
@@ -176,7 +177,7 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	if filters != nil {
 		viewFiles = filters.Files()
 	}
-	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, viewFiles, nil)
+	l, err := launch.Supervised(&sub, launch.Options{Stages: stages, View: hv, ViewFiles: viewFiles})
 	if err != nil {
 		filters.Stop(0)
 		return fail(err)
@@ -250,7 +251,7 @@ var procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/ke
 
 // dirOf is the program's working directory (which bwrap, run as another uid,
 // must reach to enter it).
-func dirOf(req *pysandboxes.Request) string {
+func dirOf(req *driver.Request) string {
 	if req.Dir != "" {
 		return req.Dir
 	}
@@ -268,7 +269,7 @@ type launchFDs struct {
 	seccomp, info, hosts, resolv, block int
 }
 
-func (c *compiled) arguments(view *hostview.View, req *pysandboxes.Request, h hostState, fds launchFDs) (opts, command []string, err error) {
+func (c *compiled) arguments(view *hostview.View, req *driver.Request, h hostState, fds launchFDs) (opts, command []string, err error) {
 	a := []string{
 		"--die-with-parent",
 		"--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",

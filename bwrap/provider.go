@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -23,7 +23,7 @@ import (
 )
 
 func init() {
-	pysandboxes.Register(&Provider{})
+	driver.Register(&Provider{})
 }
 
 // Name is the os-sandbox= value of the provider.
@@ -160,12 +160,12 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 
 // Capabilities is what the provider enforces on this host (see the package
 // documentation for the table).
-func (p *Provider) Capabilities() pysandboxes.Capability {
+func (p *Provider) Capabilities() driver.Capability {
 	h := p.host()
 	c := capabilities(h.err == nil, h.seccompErr == nil, h.env != "", h.netErr == nil, h.landlock >= nsutil.ListenABI, h.idErr == nil)
 	if c != 0 && h.hideErr == nil {
 		// ignore= paths hidden at every lookup, by the filter (package hideview).
-		c |= pysandboxes.CapHide
+		c |= driver.CapHide
 	}
 	return c
 }
@@ -176,33 +176,33 @@ func (p *Provider) Capabilities() pysandboxes.Capability {
 // no host identity (idOK: run as root, bwrap runs as an unprivileged uid; run
 // unprivileged, as the caller, in namespaces that show no host process or file
 // but the exposed ones).
-func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) pysandboxes.Capability {
+func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) driver.Capability {
 	if !ok {
 		return 0
 	}
 	// The network namespace has loopback only (or the filter's rules): TCP and UDP
 	// reach nothing outside; without any capability no raw or packet socket can be
 	// made.
-	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesMeta | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
-		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
-		pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged |
-		pysandboxes.CapNoPrivileges
+	c := driver.CapFilesRead | driver.CapFilesMeta | driver.CapFilesWrite | driver.CapUnixSockets |
+		driver.CapUDPDeny | driver.CapRawSockets | driver.CapSignals |
+		driver.CapResourceLimits | driver.CapProcessIsolation | driver.CapUnprivileged |
+		driver.CapNoPrivileges
 	if envOK {
-		c |= pysandboxes.CapEnv
+		c |= driver.CapEnv
 	}
 	if seccompOK {
-		c |= pysandboxes.CapSeccomp
+		c |= driver.CapSeccomp
 	}
 	// Listening needs refusing too: Landlock's TCP bind rules, and seccomp to
 	// refuse the MPTCP sockets that go around them.
 	if seccompOK && listenOK {
-		c |= pysandboxes.CapTCPPorts
+		c |= driver.CapTCPPorts
 	}
 	if netOK {
 		c |= netCapabilities
 	}
 	if idOK {
-		c |= pysandboxes.CapIdentity
+		c |= driver.CapIdentity
 	}
 	return c
 }
@@ -210,7 +210,7 @@ func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) pysandboxes.
 // Compile translates the policy once per sandbox (see the package documentation).
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err
@@ -221,7 +221,7 @@ func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted
 // Prepare makes the launch: bwrap, started by the supervisor (resource limits,
 // tree kill), with the arguments built from the policy and what this program
 // needs to run.
-func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err

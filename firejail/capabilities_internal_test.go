@@ -8,34 +8,34 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 )
 
 // TestCapabilitiesTable: what the provider claims, with and without env(1) and
 // the network filter; never unprivileged (firejail is setuid root), never
 // network filtering without the filter.
 func TestCapabilitiesTable(t *testing.T) {
-	const base = pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
-		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
-		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
+	const base = driver.CapFilesRead | driver.CapFilesWrite | driver.CapUnixSockets |
+		driver.CapUDPDeny | driver.CapRawSockets | driver.CapSignals |
+		driver.CapResourceLimits | driver.CapSeccomp | driver.CapProcessIsolation | driver.CapNoPrivileges
 	for _, tc := range []struct {
 		ok, env, net, listen bool
-		want                 pysandboxes.Capability
+		want                 driver.Capability
 	}{
 		{false, true, true, true, 0},
 		{true, false, false, false, base},
-		{true, true, false, false, base | pysandboxes.CapEnv},
-		{true, true, false, true, base | pysandboxes.CapEnv | pysandboxes.CapTCPPorts},
-		{true, true, true, true, base | pysandboxes.CapEnv | netCapabilities | pysandboxes.CapTCPPorts},
+		{true, true, false, false, base | driver.CapEnv},
+		{true, true, false, true, base | driver.CapEnv | driver.CapTCPPorts},
+		{true, true, true, true, base | driver.CapEnv | netCapabilities | driver.CapTCPPorts},
 	} {
 		got := capabilities(tc.ok, tc.env, tc.net, tc.listen)
 		if got != tc.want {
 			t.Errorf("%+v: got %s, want %s", tc, got, tc.want)
 		}
-		if got.Has(pysandboxes.CapUnprivileged) {
+		if got.Has(driver.CapUnprivileged) {
 			t.Errorf("%+v: claims unprivileged", tc)
 		}
-		if !tc.net && (got.Has(pysandboxes.CapNetHosts) || got.Has(pysandboxes.CapUDP)) {
+		if !tc.net && (got.Has(driver.CapNetHosts) || got.Has(driver.CapUDP)) {
 			t.Errorf("%+v: claims network filtering without the filter: %s", tc, got)
 		}
 	}

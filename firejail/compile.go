@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -20,7 +20,7 @@ import (
 // compiled is the translation of one policy, made once per sandbox.
 type compiled struct {
 	planner  *hostview.Planner
-	accepted pysandboxes.Capability
+	accepted driver.Capability
 	params   []userParam
 	net      *netPlan
 	listen   *supervise.Stage // Landlock's TCP bind rules; nil when not applied
@@ -50,7 +50,7 @@ var networkFiles = []string{
 }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -80,8 +80,8 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		c.warnings = append(c.warnings, np.filter.Warnings()...)
 	}
 
-	if h.env == "" && !accepted.Has(pysandboxes.CapEnv) {
-		errs = append(errs, fmt.Errorf("env(1) is missing (/usr/bin/env): firejail adds variables to the program's environment, which then is not exactly the policy's; accept the capability %s to run so", pysandboxes.CapEnv))
+	if h.env == "" && !accepted.Has(driver.CapEnv) {
+		errs = append(errs, fmt.Errorf("env(1) is missing (/usr/bin/env): firejail adds variables to the program's environment, which then is not exactly the policy's; accept the capability %s to run so", driver.CapEnv))
 	}
 
 	exposes := pol.Exposes()

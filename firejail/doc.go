@@ -6,9 +6,8 @@
 // is already sandboxed and run programs without isolation (Probe runs it once
 // and checks that it made a pid namespace). It needs firejail 0.9.72 or later.
 //
-// Import it for its side effect, and os-sandbox=firejail selects it:
-//
-//	import _ "github.com/pysandboxes/pysandboxes/firejail"
+// Package pysandboxes links it (importing this package registers it), and
+// os-sandbox=firejail selects it.
 //
 // # How it confines
 //

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 

@@ -15,11 +15,12 @@ import (
 	"sync/atomic"
 	"syscall"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -40,7 +41,7 @@ var extraSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_regis
 var hardening = []string{"nosound", "novideo", "no3d", "nodvd", "notv", "nou2f", "noinput", "noprinters", "nogroups"}
 
 // prepare makes the launch of one program.
-func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h hostState, ec *envCache, logger *slog.Logger) (*pysandboxes.Launch, error) {
+func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, ec *envCache, logger *slog.Logger) (*driver.Launch, error) {
 	if !filepath.IsAbs(req.Path) {
 		return nil, fmt.Errorf("firejail: %q is not an absolute path", req.Path)
 	}
@@ -59,8 +60,8 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 		return nil, err
 	}
 	for _, se := range view.ScanErrors {
-		if !c.accepted.Has(pysandboxes.CapHide) {
-			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, pysandboxes.CapHide)
+		if !c.accepted.Has(driver.CapHide) {
+			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, driver.CapHide)
 		}
 		logger.Warn("os-sandbox firejail: "+se.Error()+" (accepted: not enforced there)", "provider", Name)
 	}
@@ -260,7 +261,7 @@ func (c *compiled) prepare(ctx context.Context, req *pysandboxes.Request, h host
 	if filters != nil {
 		viewFiles = filters.Files()
 	}
-	l, err := pysandboxes.SupervisedView(&sub, stages, nil, hv, viewFiles, nil)
+	l, err := launch.Supervised(&sub, launch.Options{Stages: stages, View: hv, ViewFiles: viewFiles})
 	if err != nil {
 		filters.Stop(0)
 		closeFiles()
@@ -399,7 +400,7 @@ func memfdWith(name string, b []byte) (*os.File, error) {
 
 // checkLimits refuses a firejail.rlimit-* parameter that would raise a limit the
 // sandbox sets (firejail, root, could raise it).
-func (c *compiled) checkLimits(l pysandboxes.Limits) error {
+func (c *compiled) checkLimits(l driver.Limits) error {
 	set := map[int]uint64{
 		unix.RLIMIT_AS:     l.AddressSpace,
 		unix.RLIMIT_NOFILE: l.OpenFiles,

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -23,7 +23,7 @@ type netPlan struct {
 
 // netCapabilities are claimed when the network filter works here: traffic
 // filtered by protocol, address or network, port and direction, UDP by port.
-const netCapabilities = pysandboxes.CapNetHosts | pysandboxes.CapUDP
+const netCapabilities = driver.CapNetHosts | driver.CapUDP
 
 // netfilterAvailable reports whether net= rules can be filtered here.
 func netfilterAvailable(ctx context.Context) error { return netfilter.Available(ctx) }

@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -24,7 +24,7 @@ import (
 )
 
 func init() {
-	pysandboxes.Register(&Provider{})
+	driver.Register(&Provider{})
 }
 
 // Name is the os-sandbox= value of the provider.
@@ -251,16 +251,16 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 
 // Capabilities is what the provider enforces on this host (see the package
 // documentation for the table).
-func (p *Provider) Capabilities() pysandboxes.Capability {
+func (p *Provider) Capabilities() driver.Capability {
 	h := p.host()
 	c := capabilities(h.err == nil, h.env != "", h.netErr == nil, h.listen)
 	if c != 0 && h.idErr == nil && os.Geteuid() == 0 {
 		// firejail runs for an unprivileged uid that owns nothing of the host's.
-		c |= pysandboxes.CapIdentity
+		c |= driver.CapIdentity
 	}
 	if c != 0 && h.hideErr == nil {
 		// ignore= paths hidden at every lookup, by the filter (package hideview).
-		c |= pysandboxes.CapHide
+		c |= driver.CapHide
 	}
 	return c
 }
@@ -269,19 +269,19 @@ func (p *Provider) Capabilities() pysandboxes.Capability {
 // without env(1) (which removes the variables firejail adds), the network
 // filter and Landlock's TCP bind rules (listenOK). Never CapUnprivileged:
 // firejail is a setuid-root program.
-func capabilities(ok, envOK, netOK, listenOK bool) pysandboxes.Capability {
+func capabilities(ok, envOK, netOK, listenOK bool) driver.Capability {
 	if !ok {
 		return 0
 	}
-	c := pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapUnixSockets |
-		pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapSignals |
-		pysandboxes.CapResourceLimits | pysandboxes.CapSeccomp | pysandboxes.CapProcessIsolation |
-		pysandboxes.CapNoPrivileges
+	c := driver.CapFilesRead | driver.CapFilesWrite | driver.CapUnixSockets |
+		driver.CapUDPDeny | driver.CapRawSockets | driver.CapSignals |
+		driver.CapResourceLimits | driver.CapSeccomp | driver.CapProcessIsolation |
+		driver.CapNoPrivileges
 	if envOK {
-		c |= pysandboxes.CapEnv
+		c |= driver.CapEnv
 	}
 	if listenOK {
-		c |= pysandboxes.CapTCPPorts
+		c |= driver.CapTCPPorts
 	}
 	if netOK {
 		c |= netCapabilities
@@ -292,7 +292,7 @@ func capabilities(ok, envOK, netOK, listenOK bool) pysandboxes.Capability {
 // Compile translates the policy once per sandbox (see the package documentation).
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err
@@ -303,7 +303,7 @@ func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted
 // Prepare makes the launch: firejail, started by the supervisor (resource
 // limits, tree kill), with the options built from the policy and what this
 // program needs to run.
-func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err

@@ -13,7 +13,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
@@ -42,7 +42,7 @@ const maxStaticConfig = 96 << 10
 // compiled is the translation of one policy, made once per sandbox.
 type compiled struct {
 	rights   abiRights
-	accepted pysandboxes.Capability
+	accepted driver.Capability
 	id       identityMode
 	// served are the exposed directories the ignore= filter serves (run as
 	// root): granted whole, their ignored paths hidden by the filter.
@@ -65,7 +65,7 @@ type compiled struct {
 }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability, h hostState) (*compiled, error) {
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -98,9 +98,9 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 					c.id = idSeccomp
 				case idRoot:
 					c.id = idNone
-					if !accepted.Has(pysandboxes.CapIdentity) {
+					if !accepted.Has(driver.CapIdentity) {
 						errs = append(errs, fmt.Errorf("%s: run as root without namespaces, the program would hold the host's root identity "+
-							"(owner of its files and sysctls): accept the capability %s to run so", ruleRef(prm.Rule), pysandboxes.CapIdentity))
+							"(owner of its files and sysctls): accept the capability %s to run so", ruleRef(prm.Rule), driver.CapIdentity))
 					}
 				}
 			}
@@ -111,11 +111,11 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 		}
 	}
 	seccompOK := h.seccompErr == nil
-	if allowUnix && r.version < abiUnix && accepted.Has(pysandboxes.CapUnixSockets) {
+	if allowUnix && r.version < abiUnix && accepted.Has(driver.CapUnixSockets) {
 		c.warnings = append(c.warnings, fmt.Sprintf("%s: the host's named Unix sockets are reachable (accepted: unix-sockets not enforced)", ruleRef(allowRule)))
 	} else if allowUnix && r.version < abiUnix {
 		errs = append(errs, fmt.Errorf("%s: with Landlock ABI %d (< %d), programs that may create Unix sockets can reach the host's named sockets: accept the capability %s to run so",
-			ruleRef(allowRule), r.version, abiUnix, pysandboxes.CapUnixSockets))
+			ruleRef(allowRule), r.version, abiUnix, driver.CapUnixSockets))
 	}
 
 	// Files. Run as root, the exposed directories ignore= rules reach are served
@@ -171,7 +171,7 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			if ig, ok := err.(hiddenError); ok && !ig.covers {
 				continue // the implicit file itself is ignored: not granted
 			}
-			if accepted.Has(pysandboxes.CapHide) {
+			if accepted.Has(driver.CapHide) {
 				c.warnings = append(c.warnings, err.Error()+" (accepted: not enforced)")
 			} else {
 				errs = append(errs, err)
@@ -296,7 +296,7 @@ func (c *compiled) rulesetFor(ctx context.Context, path string, logger *slog.Log
 				logger.Debug("os-sandbox landlock: not granted", "path", n.Path, "why", err.Error())
 				continue
 			}
-			if !c.accepted.Has(pysandboxes.CapHide) {
+			if !c.accepted.Has(driver.CapHide) {
 				return nil, err
 			}
 			// Accepted: granted, the ignored path stays readable (warned below).

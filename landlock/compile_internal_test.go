@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -36,7 +36,7 @@ func TestImplicitGrantMeetsIgnoredPath(t *testing.T) {
 	os.WriteFile(filepath.Join(proj, "tool"), []byte("x"), 0o755)
 	pol := mustPolicy(t, "expose-ro="+proj, "ignore=.env")
 	h := hostState{abi: 7, seccompErr: errNoSeccomp}
-	c, err := compile(context.Background(), pol, pysandboxes.CapTCPPorts|pysandboxes.CapUDPDeny|pysandboxes.CapRawSockets|pysandboxes.CapUnixSockets, h)
+	c, err := compile(context.Background(), pol, driver.CapTCPPorts|driver.CapUDPDeny|driver.CapRawSockets|driver.CapUnixSockets, h)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,10 +2,9 @@
 // the program's file system and TCP accesses, and a seccomp filter refuses what
 // Landlock cannot see. It needs no privilege and works in unprivileged containers.
 //
-// Import it for its side effect, and os-sandbox=landlock (or auto, which prefers
-// it to every other confining provider) selects it:
-//
-//	import _ "github.com/pysandboxes/pysandboxes/landlock"
+// Package pysandboxes links it (importing this package registers it), and
+// os-sandbox=landlock (or auto, which prefers
+// it to every other confining provider) selects it.
 //
 // # How it confines
 //

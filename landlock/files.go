@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -96,7 +96,7 @@ func scan(root string, nested []string, ignores []policy.Ignore) scanResult {
 // split cannot be made exact (too many entries, an unreadable directory, an
 // ignore= rule hiding the exposed directory itself), the ignore= rule is refused,
 // or, when the caller accepted hide, not enforced there (with a warning).
-func planFiles(exposes []policy.Expose, ignores []policy.Ignore, accepted pysandboxes.Capability, r abiRights) filePlan {
+func planFiles(exposes []policy.Expose, ignores []policy.Ignore, accepted driver.Capability, r abiRights) filePlan {
 	var fp filePlan
 	nestedIn := func(e policy.Expose) []string {
 		var out []string
@@ -122,11 +122,11 @@ func planFiles(exposes []policy.Expose, ignores []policy.Ignore, accepted pysand
 				if scans[i].rule != nil {
 					rules = ruleRef(*scans[i].rule)
 				}
-				if accepted.Has(pysandboxes.CapHide) {
+				if accepted.Has(driver.CapHide) {
 					fp.warnings = append(fp.warnings, fmt.Sprintf("%s: not enforced in %s (accepted): %v", rules, e.Path, scans[i].err))
 				} else {
 					fp.errs = append(fp.errs, fmt.Errorf("%s: cannot be enforced by Landlock in %s: %w (accept the capability %s to run with ignore= unenforced there)",
-						rules, e.Path, scans[i].err, pysandboxes.CapHide))
+						rules, e.Path, scans[i].err, driver.CapHide))
 				}
 			}
 		}
@@ -180,7 +180,7 @@ func planFiles(exposes []policy.Expose, ignores []policy.Ignore, accepted pysand
 		}
 		grants, err := split(e.Path, rights, cut, nestedIn(e))
 		if err != nil {
-			if accepted.Has(pysandboxes.CapHide) {
+			if accepted.Has(driver.CapHide) {
 				fp.warnings = append(fp.warnings, fmt.Sprintf("%s: %v: granted as a whole (accepted)", ruleRef(e.Rule), err))
 				fp.grants = append(fp.grants, grant{path: e.Path, access: rights})
 			} else {

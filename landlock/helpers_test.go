@@ -9,7 +9,6 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 )
 
 // The shared test support of the providers (package internal/providertest), by

@@ -3,7 +3,7 @@ package landlock
 import (
 	"fmt"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
@@ -81,7 +81,7 @@ func ruleRef(r policy.Rule) string { return r.Ref.String() + ": " + r.Raw }
 // host. UDP cannot be filtered by port before ABI 10: a UDP ALLOW rule is refused
 // unless the caller accepted udp, and then seccomp lets UDP through entirely (from
 // ABI 10 Landlock still filters its ports).
-func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) netPlan {
+func planNet(n *policy.Network, accepted driver.Capability, r abiRights) netPlan {
 	var np netPlan
 	var tcpConnect, tcpBind, udpSend, udpBind portSet
 	udpRules := false
@@ -94,7 +94,7 @@ func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) ne
 		}
 		if !rule.Any {
 			switch {
-			case accepted.Has(pysandboxes.CapNetHosts):
+			case accepted.Has(driver.CapNetHosts):
 				if rule.Action == policy.Allow {
 					np.warnings = append(np.warnings, fmt.Sprintf("%s: Landlock filters ports only: its ports are open for every host (hosts are checked by the Python layer only)", ruleRef(rule.Rule)))
 				} else {
@@ -102,7 +102,7 @@ func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) ne
 				}
 			default:
 				np.errs = append(np.errs, fmt.Errorf("%s: Landlock filters TCP by port only and cannot tell hosts apart (%s): accept the capability %s to have hosts checked by the Python layer only",
-					ruleRef(rule.Rule), rule.Network, pysandboxes.CapNetHosts))
+					ruleRef(rule.Rule), rule.Network, driver.CapNetHosts))
 				continue
 			}
 			if rule.Action == policy.Deny {
@@ -170,7 +170,7 @@ func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) ne
 		addPorts(netBindTCP, &tcpBind)
 		np.denyMPTCP = np.handled&(netBindTCP|netConnectTCP) != 0
 	} else if !tcpConnect.full() || !tcpBind.full() {
-		if accepted.Has(pysandboxes.CapTCPPorts) {
+		if accepted.Has(driver.CapTCPPorts) {
 			np.warnings = append(np.warnings, fmt.Sprintf("Landlock ABI %d cannot filter TCP (ABI %d can): TCP is not restricted", r.version, abiTCP))
 		} else {
 			np.errs = append(np.errs, fmt.Errorf("the TCP rules (and the default: no TCP without a net= rule) need Landlock ABI %d, this kernel offers ABI %d", abiTCP, r.version))
@@ -183,7 +183,7 @@ func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) ne
 		// No UDP at all: seccomp refuses UDP sockets.
 	case udpAll:
 		np.allowUDP = true // every port for every host: nothing to filter
-	case accepted.Has(pysandboxes.CapUDP):
+	case accepted.Has(driver.CapUDP):
 		np.allowUDP = true
 		if r.version < abiUDP {
 			np.warnings = append(np.warnings, fmt.Sprintf("Landlock ABI %d cannot filter UDP by port (ABI %d can): UDP is allowed to every port", r.version, abiUDP))
@@ -192,7 +192,7 @@ func planNet(n *policy.Network, accepted pysandboxes.Capability, r abiRights) ne
 		for _, rule := range n.Rules() {
 			if rule.Action == policy.Allow && rule.Protos&policy.UDP != 0 && len(rule.Ports) > 0 {
 				np.errs = append(np.errs, fmt.Errorf("%s: Landlock ABI %d cannot filter UDP by port (ABI %d can; seccomp can only refuse UDP entirely): accept the capability %s to allow UDP to every port",
-					ruleRef(rule.Rule), r.version, abiUDP, pysandboxes.CapUDP))
+					ruleRef(rule.Rule), r.version, abiUDP, driver.CapUDP))
 			}
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !cgo
 
-package landlock
+package landlock_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -16,7 +17,7 @@ import (
 // default policy by the registered provider says that the build has no seccomp
 // and no C supervisor, and how to get them.
 func TestNoCgoRefusalSaysWhy(t *testing.T) {
-	if err := (&Provider{}).Probe(context.Background()); err != nil {
+	if err := (&landlock.Provider{}).Probe(context.Background()); err != nil {
 		t.Skip(err)
 	}
 	pol, err := policy.NewBuilder().Build(context.Background(), nil)

@@ -9,10 +9,11 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
+	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -20,7 +21,7 @@ import (
 )
 
 func init() {
-	pysandboxes.Register(&Provider{})
+	driver.Register(&Provider{})
 }
 
 // Name is the os-sandbox= value of the provider.
@@ -116,28 +117,28 @@ func (p *Provider) Probe(context.Context) error {
 
 // Capabilities is what the provider enforces on this host (see the package
 // documentation for the table).
-func (p *Provider) Capabilities() pysandboxes.Capability {
+func (p *Provider) Capabilities() driver.Capability {
 	h := p.host()
 	c := capabilities(h.abi, h.seccompErr == nil, h.id)
 	if c != 0 && h.id == idRoot && hideview.Available() == nil {
 		// Run as root: the exposed directories ignore= rules reach are served by
 		// the filter (package hideview), which hides the ignored paths at every
 		// lookup, for the life of the sandbox.
-		c |= pysandboxes.CapHide
+		c |= driver.CapHide
 	}
 	return c
 }
 
 // Explain says why the provider lacks capabilities of missing on this host
-// (pysandboxes.Explainer): a build or host without seccomp, an identity mode it
+// (driver.Explainer): a build or host without seccomp, an identity mode it
 // cannot set up, a Landlock ABI too old, and what Landlock never sees.
-func (p *Provider) Explain(missing pysandboxes.Capability) string {
+func (p *Provider) Explain(missing driver.Capability) string {
 	h := p.host()
 	if h.abiErr != nil {
 		return "" // the probe's error says it
 	}
 	var why []string
-	explained := pysandboxes.Capability(0)
+	explained := driver.Capability(0)
 	if h.seccompErr != nil {
 		// What a seccomp filter would add here.
 		full := h
@@ -149,19 +150,19 @@ func (p *Provider) Explain(missing pysandboxes.Capability) string {
 			explained |= m
 		}
 	}
-	if m := missing & (pysandboxes.CapIdentity | pysandboxes.CapFilesWrite) &^ explained; m != 0 && h.id == idNone && h.idErr != nil {
+	if m := missing & (driver.CapIdentity | driver.CapFilesWrite) &^ explained; m != 0 && h.id == idNone && h.idErr != nil {
 		why = append(why, fmt.Sprintf("it does not enforce %s: %v", m, h.idErr))
 	}
-	if m := missing & pysandboxes.CapTCPPorts &^ explained; m != 0 && h.abi < abiTCP {
+	if m := missing & driver.CapTCPPorts &^ explained; m != 0 && h.abi < abiTCP {
 		why = append(why, fmt.Sprintf("Landlock ABI %d has no network rights (TCP ports need ABI %d)", h.abi, abiTCP))
 	}
-	if m := missing & pysandboxes.CapSignals; m != 0 && h.abi < abiScopes {
+	if m := missing & driver.CapSignals; m != 0 && h.abi < abiScopes {
 		why = append(why, fmt.Sprintf("Landlock ABI %d does not scope signals (ABI %d does)", h.abi, abiScopes))
 	}
-	if missing.Has(pysandboxes.CapFilesMeta) {
+	if missing.Has(driver.CapFilesMeta) {
 		why = append(why, "Landlock mediates the contents of files, not their names and metadata: files-meta is never enforced (stat, readlink, xattrs, inotify work on any path)")
 	}
-	if missing.Has(pysandboxes.CapHide) {
+	if missing.Has(driver.CapHide) {
 		why = append(why, "hiding ignore= paths needs the FUSE filter, which needs the host to run as root")
 	}
 	return strings.Join(why, "; ")
@@ -173,29 +174,29 @@ func (p *Provider) Explain(missing pysandboxes.Capability) string {
 // any path): files-meta and hide are never claimed. files-write covers metadata
 // only where the view makes the host's mounts read-only or seccomp refuses every
 // metadata change (an identity mode).
-func capabilities(abi int, seccompOK bool, id identityMode) pysandboxes.Capability {
+func capabilities(abi int, seccompOK bool, id identityMode) driver.Capability {
 	if abi < 1 {
 		return 0
 	}
-	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead |
-		pysandboxes.CapResourceLimits | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges
+	c := driver.CapEnv | driver.CapFilesRead |
+		driver.CapResourceLimits | driver.CapUnprivileged | driver.CapNoPrivileges
 	if id != idNone {
-		c |= pysandboxes.CapIdentity | pysandboxes.CapFilesWrite
+		c |= driver.CapIdentity | driver.CapFilesWrite
 	}
 	if abi >= abiScopes {
 		// Signals by the ABI 6 scope; ptrace of a process outside the domain is
 		// refused by Landlock from ABI 1 (and by seccomp).
-		c |= pysandboxes.CapSignals
+		c |= driver.CapSignals
 	}
 	if seccompOK {
-		c |= pysandboxes.CapSeccomp | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets | pysandboxes.CapUnixSockets
+		c |= driver.CapSeccomp | driver.CapUDPDeny | driver.CapRawSockets | driver.CapUnixSockets
 		if abi >= abiTCP {
 			// MPTCP, which Landlock's TCP rules do not see, is refused by seccomp.
-			c |= pysandboxes.CapTCPPorts
+			c |= driver.CapTCPPorts
 		}
 	} else if abi >= abiUnix {
 		// Named Unix sockets by RESOLVE_UNIX, abstract ones by the ABI 6 scope.
-		c |= pysandboxes.CapUnixSockets
+		c |= driver.CapUnixSockets
 	}
 	return c
 }
@@ -203,7 +204,7 @@ func capabilities(abi int, seccompOK bool, id identityMode) pysandboxes.Capabili
 // Compile translates the policy once per sandbox (see the package documentation).
 // It fails, naming the rule, when the policy needs something Landlock (and seccomp)
 // cannot enforce here and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
 	h := p.host()
 	if h.abiErr != nil {
 		return nil, h.abiErr
@@ -219,7 +220,7 @@ func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted
 // Prepare makes the launch: the supervisor applies no-new-privs, the Landlock
 // ruleset (the sandbox's grants plus what this program needs to run) and the
 // seccomp filter to the thread that starts the program.
-func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	c, _ := req.Compiled.(*compiled)
 	if c == nil {
 		// Not made by New (a caller of the Provider interface alone): compile now,
@@ -272,7 +273,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if c.seccomp != nil {
 		stages = append(stages, supervise.Stage{Kind: supervise.StageSeccomp, BPF: c.seccomp})
 	}
-	l, err := pysandboxes.SupervisedView(req, stages, nil, view, viewFiles, nil)
+	l, err := launch.Supervised(req, launch.Options{Stages: stages, View: view, ViewFiles: viewFiles})
 	if err != nil {
 		filters.Stop(0)
 		return nil, err

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
@@ -41,19 +41,19 @@ func placeholderMain() {
 type compiled struct {
 	p        *Provider
 	h        *hostState
-	pol      pysandboxes.Policy
+	pol      driver.Policy
 	params   params
 	net      *netPlan
 	exposes  []policy.Expose
 	ignores  []policy.Ignore
-	accepted pysandboxes.Capability
+	accepted driver.Capability
 	resolver needs.Resolver
 	pool     pool
 }
 
 // Compile translates the policy once per sandbox. It fails, naming the rule,
 // on a qemu.* parameter it does not know or a net= rule it cannot enforce.
-func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err
@@ -61,7 +61,7 @@ func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted
 	return p.compile(ctx, pol, accepted)
 }
 
-func (p *Provider) compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (*compiled, error) {
+func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (*compiled, error) {
 	prm, err := parseParams(pol)
 	if err != nil {
 		return nil, err
@@ -102,7 +102,7 @@ func (c *compiled) machine() *machine {
 
 // Prepare makes the launch of one program: a placeholder process on the host
 // stands for it, while the program runs in the sandbox's VM.
-func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	c, _ := req.Compiled.(*compiled)
 	if c == nil {
 		h := p.host()
@@ -152,7 +152,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	cmd.ExtraFiles = []*os.File{life}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	r := &run{c: c, req: req, extra: extra, dups: dups, life: lifeW, lifeR: life, logger: logger, cmd: cmd}
-	return &pysandboxes.Launch{
+	return &driver.Launch{
 		Cmd:       cmd,
 		Start:     r.start,
 		Terminate: r.terminate,
@@ -211,7 +211,7 @@ func fileKind(m uint32) string {
 // run is one program of a VM.
 type run struct {
 	c      *compiled
-	req    *pysandboxes.Request
+	req    *driver.Request
 	extra  []hostFD
 	dups   []*os.File
 	life   *os.File // the placeholder's lifeline (closing it ends the placeholder)
@@ -453,7 +453,7 @@ func (r *run) stdio() ([]hostFD, error) {
 func ownIDs() (uint32, uint32) { return uint32(os.Geteuid()), uint32(os.Getegid()) }
 
 // rlimits are the limits as (resource, soft, hard).
-func rlimits(l pysandboxes.Limits) [][3]uint64 {
+func rlimits(l driver.Limits) [][3]uint64 {
 	var out [][3]uint64
 	if l.CPUTime > 0 {
 		secs := uint64((l.CPUTime + time.Second - 1) / time.Second)

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 )
 
 // params are the qemu.* parameters of a policy.
@@ -109,7 +109,7 @@ var paramTable = map[string]param{
 var aliases = map[string]string{"use_kvm": "kvm", "start_timeout": "start-timeout"}
 
 // parseParams reads the policy's qemu.* lines.
-func parseParams(pol pysandboxes.Policy) (params, error) {
+func parseParams(pol driver.Policy) (params, error) {
 	p := defaultParams()
 	for _, pp := range pol.ProviderParams(Name) {
 		name := pp.Name

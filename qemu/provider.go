@@ -9,13 +9,13 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 )
 
 func init() {
 	placeholderMain()
-	pysandboxes.Register(&Provider{})
+	driver.Register(&Provider{})
 }
 
 // Name is the os-sandbox= value of the provider.
@@ -107,15 +107,15 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // udp-deny, raw-sockets); net= rules themselves are refused by Compile, so
 // net-hosts and udp are not claimed. ignore= masks what is there when the VM
 // starts, not what the host adds later: hide is not claimed.
-func (p *Provider) Capabilities() pysandboxes.Capability {
+func (p *Provider) Capabilities() driver.Capability {
 	if p.host().err != nil {
 		return 0
 	}
-	return pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapFilesMeta |
-		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny |
-		pysandboxes.CapRawSockets | pysandboxes.CapSignals | pysandboxes.CapResourceLimits |
-		pysandboxes.CapProcessIsolation | pysandboxes.CapUnprivileged | pysandboxes.CapNoPrivileges |
-		pysandboxes.CapIdentity
+	return driver.CapEnv | driver.CapFilesRead | driver.CapFilesWrite | driver.CapFilesMeta |
+		driver.CapUnixSockets | driver.CapTCPPorts | driver.CapUDPDeny |
+		driver.CapRawSockets | driver.CapSignals | driver.CapResourceLimits |
+		driver.CapProcessIsolation | driver.CapUnprivileged | driver.CapNoPrivileges |
+		driver.CapIdentity
 }
 
 // Details describes the provider on this host, for `pysandboxes probe`.

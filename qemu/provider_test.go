@@ -62,7 +62,7 @@ func requireQEMU(t *testing.T) {
 }
 
 // writePolicy writes a policy file in dir and loads it.
-func writePolicy(t *testing.T, dir string, lines ...string) (pysandboxes.Policy, string) {
+func writePolicy(t *testing.T, dir string, lines ...string) (*policy.Policy, string) {
 	t.Helper()
 	path := filepath.Join(dir, ".py-sandboxes")
 	if err := os.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {

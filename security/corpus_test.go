@@ -15,12 +15,6 @@ import (
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/security"
-
-	// Every provider of the module registers itself.
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func TestMain(m *testing.M) {

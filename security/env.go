@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
@@ -286,7 +287,7 @@ func newSandbox(ctx context.Context, p pysandboxes.Provider, mark, dir string, r
 		return nil, err
 	}
 	var need pysandboxes.Capability
-	for _, r := range pysandboxes.Requirements(pol, limits) {
+	for _, r := range driver.Requirements(pol, limits) {
 		need |= r.Capability
 	}
 	accept := need &^ p.Capabilities()

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"syscall"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/bytesize"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
@@ -59,7 +59,7 @@ const localHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopb
 
 // compiled is the translation of one policy, made once per sandbox.
 type compiled struct {
-	accepted pysandboxes.Capability
+	accepted driver.Capability
 	uid, gid int
 	idmap    bool // the host's root maps the sandbox's root to other ids: idmap the exposed directories
 	// served are the exposed directories the ignore= filter serves (package
@@ -104,7 +104,7 @@ const maxPlans = 64
 func ruleRef(r policy.Rule) string { return r.Ref.String() + ": " + r.Raw }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability, h hostState) (*compiled, error) {
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -169,9 +169,9 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 				ruleRef(prm.Rule), prm.Name))
 		}
 		if (prm.Name == "uid" || prm.Name == "gid") && strings.TrimSpace(prm.Value) == "0" && os.Geteuid() == 0 &&
-			!accepted.Has(pysandboxes.CapIdentity) {
+			!accepted.Has(driver.CapIdentity) {
 			errs = append(errs, fmt.Errorf("%s: the sandbox's root would be the host's root (owner of its files, sysctls, ...): "+
-				"accept the capability %s to run so", ruleRef(prm.Rule), pysandboxes.CapIdentity))
+				"accept the capability %s to run so", ruleRef(prm.Rule), driver.CapIdentity))
 		}
 	}
 
@@ -192,11 +192,11 @@ func compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.C
 			if se.rule != nil {
 				rules = ruleRef(*se.rule)
 			}
-			if accepted.Has(pysandboxes.CapHide) {
+			if accepted.Has(driver.CapHide) {
 				c.warnings = append(c.warnings, fmt.Sprintf("%s: not enforced in %s (accepted): %v", rules, se.expose.Path, se.err))
 			} else {
 				errs = append(errs, fmt.Errorf("%s: cannot be enforced in %s: %w (accept the capability %s to run with ignore= unenforced there)",
-					rules, se.expose.Path, se.err, pysandboxes.CapHide))
+					rules, se.expose.Path, se.err, driver.CapHide))
 			}
 		}
 	}

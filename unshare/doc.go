@@ -6,10 +6,9 @@
 // it works as root and as an unprivileged user wherever user namespaces are
 // allowed.
 //
-// Import it for its side effect, and os-sandbox=unshare (or auto, which prefers
-// landlock, then unshare) selects it:
-//
-//	import _ "github.com/pysandboxes/pysandboxes/unshare"
+// Package pysandboxes links it (importing this package registers it), and
+// os-sandbox=unshare (or auto, which prefers
+// landlock, then unshare) selects it.
 //
 // # How it confines
 //

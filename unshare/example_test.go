@@ -8,7 +8,6 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/policy"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // A program in an unshare sandbox sees the directory the policy exposes (read-only

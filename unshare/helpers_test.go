@@ -6,7 +6,6 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // The shared test support of the providers (package internal/providertest), by

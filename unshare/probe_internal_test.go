@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 )
 
 // TestUserNamespaceLimits: each sysctl that keeps unprivileged users from making
@@ -41,13 +41,13 @@ func TestCapabilitiesOfHost(t *testing.T) {
 		t.Errorf("capabilities without the provider: %v", c)
 	}
 	base := capabilities(hostState{seccompErr: errors.New("no"), netErr: errors.New("no")})
-	for _, c := range []pysandboxes.Capability{pysandboxes.CapSeccomp, pysandboxes.CapNetHosts, pysandboxes.CapUDP, pysandboxes.CapUnprivileged} {
+	for _, c := range []driver.Capability{driver.CapSeccomp, driver.CapNetHosts, driver.CapUDP, driver.CapUnprivileged} {
 		if base.Has(c) {
 			t.Errorf("%v claimed without what it needs", c)
 		}
 	}
 	all := capabilities(hostState{unprivileged: true})
-	for _, c := range []pysandboxes.Capability{pysandboxes.CapSeccomp, pysandboxes.CapNetHosts, pysandboxes.CapUDP, pysandboxes.CapUnprivileged} {
+	for _, c := range []driver.Capability{driver.CapSeccomp, driver.CapNetHosts, driver.CapUDP, driver.CapUnprivileged} {
 		if !all.Has(c) {
 			t.Errorf("%v not claimed", c)
 		}

@@ -9,15 +9,16 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
+	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
 func init() {
-	pysandboxes.Register(&Provider{})
+	driver.Register(&Provider{})
 }
 
 // Name is the os-sandbox= value of the provider.
@@ -47,39 +48,39 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 
 // Capabilities is what the provider enforces on this host (see the package
 // documentation for the table).
-func (p *Provider) Capabilities() pysandboxes.Capability {
+func (p *Provider) Capabilities() driver.Capability {
 	return capabilities(p.host())
 }
 
 // capabilities is what the provider enforces on a host.
-func capabilities(h hostState) pysandboxes.Capability {
+func capabilities(h hostState) driver.Capability {
 	if h.err != nil {
 		return 0
 	}
-	c := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite |
-		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
-		pysandboxes.CapSignals | pysandboxes.CapResourceLimits | pysandboxes.CapProcessIsolation | pysandboxes.CapNoPrivileges
+	c := driver.CapEnv | driver.CapFilesRead | driver.CapFilesWrite |
+		driver.CapUnixSockets | driver.CapTCPPorts | driver.CapUDPDeny | driver.CapRawSockets |
+		driver.CapSignals | driver.CapResourceLimits | driver.CapProcessIsolation | driver.CapNoPrivileges
 	if h.seccompErr == nil {
-		c |= pysandboxes.CapSeccomp
+		c |= driver.CapSeccomp
 	}
 	if h.unprivileged {
-		c |= pysandboxes.CapUnprivileged
+		c |= driver.CapUnprivileged
 	}
 	if h.hideErr == nil {
 		// ignore= paths hidden at every lookup, by the filter (package hideview).
-		c |= pysandboxes.CapHide
+		c |= driver.CapHide
 	}
 	if h.idErr == nil {
 		// Run as root, the sandbox's root is an unprivileged host uid; run
 		// unprivileged, it is the caller's own uid, in namespaces that show no
 		// host process, IPC object or file but the exposed ones.
-		c |= pysandboxes.CapIdentity | pysandboxes.CapFilesMeta
+		c |= driver.CapIdentity | driver.CapFilesMeta
 	} else {
-		c |= pysandboxes.CapFilesMeta
+		c |= driver.CapFilesMeta
 	}
 	if h.netErr == nil {
 		// The network filter: TCP and UDP by host, address, network and port.
-		c |= pysandboxes.CapNetHosts | pysandboxes.CapUDP
+		c |= driver.CapNetHosts | driver.CapUDP
 	}
 	return c
 }
@@ -87,7 +88,7 @@ func capabilities(h hostState) pysandboxes.Capability {
 // Compile translates the policy once per sandbox (see the package documentation).
 // It fails, naming the rule, when the policy needs something the provider cannot
 // enforce here and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted pysandboxes.Capability) (any, error) {
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
 	h := p.host()
 	if h.err != nil {
 		return nil, h.err
@@ -103,7 +104,7 @@ func (p *Provider) Compile(ctx context.Context, pol pysandboxes.Policy, accepted
 // Prepare makes the launch: the supervisor starts in new namespaces, builds the
 // sandbox's root and starts the program in it with no capability, no_new_privs
 // and the seccomp filter.
-func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysandboxes.Launch, error) {
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	c, _ := req.Compiled.(*compiled)
 	if c == nil {
 		// Not made by New (a caller of the Provider interface alone): compile now,
@@ -166,7 +167,7 @@ func (p *Provider) Prepare(ctx context.Context, req *pysandboxes.Request) (*pysa
 	if filters != nil {
 		viewFiles = filters.Files()
 	}
-	l, err := pysandboxes.SupervisedView(req, stages, ns, view, viewFiles, ready)
+	l, err := launch.Supervised(req, launch.Options{Stages: stages, Namespaces: ns, View: view, ViewFiles: viewFiles, Ready: ready})
 	if err != nil {
 		filters.Stop(0)
 		return nil, err

@@ -21,7 +21,7 @@ func TestPythonLayerAndCall(t *testing.T) {
 	dir := tempDir(t)
 	writeFile(t, dir+"/mod.py", "def add(a, b):\n    return a + b\n")
 	sb := sandbox(t, []string{"expose-ro=" + dir, "python-import=mod,os,sys"}, pysandboxes.WithPython("/usr/bin/python3"),
-		pysandboxes.WithWorkerDir(dir), pysandboxes.WithCallOutput(&bytes.Buffer{}, &bytes.Buffer{}))
+		pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}))
 	defer sb.Close()
 	cmd := sb.Python(context.Background(), "-c", `
 import os

@@ -19,12 +19,7 @@ import (
 	"context"
 	"os"
 
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/cli"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
-	_ "github.com/pysandboxes/pysandboxes/qemu"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {

@@ -30,15 +30,10 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/buildinfo"
 	"github.com/pysandboxes/pysandboxes/internal/pysb"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
-	_ "github.com/pysandboxes/pysandboxes/qemu"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // ExitConfig is the exit status when the rules or the sandbox cannot be set up

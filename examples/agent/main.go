@@ -40,13 +40,9 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
 	"github.com/pysandboxes/pysandboxes/evalguard"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {

@@ -19,7 +19,6 @@ import (
 	"runtime"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/landlock" // the OS provider
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
@@ -38,7 +37,7 @@ func NewSandbox(ctx context.Context, profile, learnFile string, opts ...pysandbo
 	if err != nil {
 		return nil, err
 	}
-	opts = append([]pysandboxes.Option{pysandboxes.WithWorkerDir(Dir()), pysandboxes.WithWorkers(1)}, opts...)
+	opts = append([]pysandboxes.Option{pysandboxes.WithCall(pysandboxes.CallConfig{Dir: Dir(), Workers: 1})}, opts...)
 	if learnFile != "" {
 		opts = append(opts, pysandboxes.WithLearning(learnFile))
 	}

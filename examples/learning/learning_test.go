@@ -2,6 +2,7 @@ package learning_test
 
 import (
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
@@ -24,7 +25,7 @@ func TestWordCount(t *testing.T) {
 	}
 	ctx := context.Background()
 	sb, err := learning.NewSandbox(ctx, profile, os.Getenv("PYSANDBOXES_LEARN"),
-		pysandboxes.WithPython(python), pysandboxes.WithCallOutput(nil, nil),
+		pysandboxes.WithPython(python), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: io.Discard, Stderr: io.Discard}),
 		// Landlock does not hide the names of unexposed paths.
 		pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta|pysandboxes.CapHide))
 	if err != nil {

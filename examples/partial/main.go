@@ -35,12 +35,8 @@ import (
 	"runtime"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 func main() {
@@ -76,7 +72,7 @@ func run(ctx context.Context, w io.Writer, provider, python string) error {
 	}
 	opts := []pysandboxes.Option{
 		pysandboxes.WithProvider(provider),
-		pysandboxes.WithPythonPath(dir),
+		pysandboxes.WithCall(pysandboxes.CallConfig{PythonPath: []string{dir}}),
 		pysandboxes.WithLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))),
 	}
 	if python != "" {

@@ -135,15 +135,15 @@ func call(ctx context.Context, args []string, env *Env) int {
 		fmt.Fprintf(env.Stderr, "pysandboxes call: %v\n", err)
 		return ExitCallFailed
 	}
-	sbOpts := o.sandboxOptions(log, pysandboxes.WithCallOutput(env.Stdout, env.Stderr))
+	sbOpts := o.sandboxOptions(log, pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: env.Stdout, Stderr: env.Stderr}))
 	if len(o.paths) > 0 {
-		sbOpts = append(sbOpts, pysandboxes.WithPythonPath(o.paths...))
+		sbOpts = append(sbOpts, pysandboxes.WithCall(pysandboxes.CallConfig{PythonPath: o.paths}))
 	}
 	if o.dir != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithWorkerDir(o.dir))
+		sbOpts = append(sbOpts, pysandboxes.WithCall(pysandboxes.CallConfig{Dir: o.dir}))
 	}
 	if o.init != "" {
-		sbOpts = append(sbOpts, pysandboxes.WithInit(o.init))
+		sbOpts = append(sbOpts, pysandboxes.WithCall(pysandboxes.CallConfig{Init: o.init}))
 	}
 	learnsInto := learnFile
 	if learnFile != "" {

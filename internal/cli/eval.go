@@ -128,9 +128,9 @@ func evalCmd(ctx context.Context, args []string, env *Env) int {
 		fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
 		return ExitSandbox
 	}
-	sbOpts := o.sandboxOptions(log, pysandboxes.WithCallOutput(env.Stdout, env.Stderr))
+	sbOpts := o.sandboxOptions(log, pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: env.Stdout, Stderr: env.Stderr}))
 	if o.memory > 0 {
-		sbOpts = append(sbOpts, pysandboxes.WithEvalLimits(pysandboxes.EvalLimits{Memory: o.memory}))
+		sbOpts = append(sbOpts, pysandboxes.WithEval(pysandboxes.EvalConfig{Limits: pysandboxes.EvalLimits{Memory: o.memory}}))
 	}
 	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
 	if err != nil {

@@ -177,10 +177,10 @@ func mcpServe(ctx context.Context, args []string, env *Env) int {
 	}
 	sbOpts := o.sandboxOptions(logger,
 		pysandboxes.WithLimits(pysandboxes.Limits{AddressSpace: o.memory}),
-		pysandboxes.WithEvalLimits(pysandboxes.EvalLimits{Memory: o.memory}),
+		pysandboxes.WithEval(pysandboxes.EvalConfig{Limits: pysandboxes.EvalLimits{Memory: o.memory}}),
 		// What the workers write on their own descriptors goes to standard
 		// error, never to standard output (the protocol, over stdio).
-		pysandboxes.WithWorkerOutput(env.Stderr, env.Stderr),
+		pysandboxes.WithCall(pysandboxes.CallConfig{ProcessStdout: env.Stderr, ProcessStderr: env.Stderr}),
 	)
 	sb, err := pysandboxes.New(ctx, pol, sbOpts...)
 	if err != nil {

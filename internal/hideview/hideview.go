@@ -28,7 +28,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
@@ -286,7 +286,7 @@ const FilterGrace = 5 * time.Second
 // Attach makes the launch release the servers: this process's copies of the
 // supervisor's descriptors once it started, the servers once the sandbox ended
 // (at Cleanup). A nil s does nothing.
-func (s *Servers) Attach(l *pysandboxes.Launch) {
+func (s *Servers) Attach(l *driver.Launch) {
 	if s == nil {
 		return
 	}

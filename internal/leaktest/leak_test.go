@@ -12,13 +12,9 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
-	_ "github.com/pysandboxes/pysandboxes/bwrap"
-	_ "github.com/pysandboxes/pysandboxes/firejail"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
-	_ "github.com/pysandboxes/pysandboxes/landlock"
 	"github.com/pysandboxes/pysandboxes/policy"
-	_ "github.com/pysandboxes/pysandboxes/unshare"
 )
 
 // tmp is this test's own temporary directory (TMPDIR for the providers), so that

@@ -1,4 +1,4 @@
-package pysandboxes
+package driver
 
 import (
 	"fmt"
@@ -126,7 +126,9 @@ func (c Capability) String() string {
 	return strings.Join(names, ",")
 }
 
-func (c Capability) goNames() string {
+// GoNames renders c as the Go expression of its constants ("CapEnv|CapHide"),
+// for messages that tell a Go caller what to accept.
+func (c Capability) GoNames() string {
 	var names []string
 	for _, b := range c.List() {
 		names = append(names, capGoNames[bits.TrailingZeros32(uint32(b))])

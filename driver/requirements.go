@@ -1,4 +1,4 @@
-package pysandboxes
+package driver
 
 import (
 	"fmt"
@@ -90,7 +90,7 @@ func Requirements(p Policy, limits Limits) []Requirement {
 		}
 		add(CapRawSockets, nil, "no raw or packet socket")
 	}
-	if limits.rlimits() != nil {
+	if limits.Kernel() {
 		add(CapResourceLimits, nil, "the sandbox's resource limits apply")
 	}
 	return out
@@ -112,8 +112,8 @@ func openNetwork(n *policy.Network) bool {
 	return open
 }
 
-// missing returns the requirements that caps does not cover.
-func missing(reqs []Requirement, caps Capability) []Requirement {
+// Missing returns the requirements that caps does not cover.
+func Missing(reqs []Requirement, caps Capability) []Requirement {
 	var out []Requirement
 	for _, r := range reqs {
 		if !caps.Has(r.Capability) {
