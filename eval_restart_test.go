@@ -71,7 +71,7 @@ func evalAfterCrash(t *testing.T, sb *pysandboxes.Sandbox) error {
 // with ErrRestartLimit.
 func TestEvalZygoteDeathRestarts(t *testing.T) {
 	sb := evalSandbox(t, calcRules, pysandboxes.WithCall(pysandboxes.CallConfig{Restart: pysandboxes.RestartPolicy{
-		Max: 1, Window: time.Minute, Backoff: 10 * time.Millisecond, Factor: 1, MaxBackoff: 10 * time.Millisecond}}))
+		Max: 1, Window: time.Hour, Backoff: 10 * time.Millisecond, Factor: 1, MaxBackoff: 10 * time.Millisecond}}))
 	if _, err := sb.Eval(context.Background(), "1", nil); err != nil {
 		t.Fatal(err)
 	}
