@@ -126,3 +126,22 @@ func FuzzParseJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestParseJSONAtNamesThePlace: an error names where in the value it arises,
+// from the name given, keys quoted when they are not plain words.
+func TestParseJSONAtNamesThePlace(t *testing.T) {
+	for _, c := range []struct{ text, name, want string }{
+		{`{"rows": [1, 2, 1e999]}`, "names", "names.rows[2]: number 1e999 out of range"},
+		{`{"a b": {"c": [` + strings.Repeat("9", 4301) + `]}}`, "names", `names."a b".c[0]: budget exceeded: integer of 4301 digits`},
+		{`[[1], [2, ` + strings.Repeat("[", MaxParseJSONDepth) + `]`, "", "[1][1]"},
+		{`1 2`, "x", "x: extra data after the JSON value"},
+	} {
+		_, err := ParseJSONAt([]byte(c.text), c.name)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseJSONAt(%.60q, %q) = %v, want an error naming %q", c.text, c.name, err, c.want)
+		}
+	}
+	if _, err := ParseJSONAt([]byte(`{"a": `+strings.Repeat("9", 4301)+`}`), "n"); !errors.Is(err, ErrBudget) {
+		t.Errorf("digits past the limit: %v, want ErrBudget", err)
+	}
+}
