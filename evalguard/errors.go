@@ -140,6 +140,30 @@ func (e *InterruptedError) Error() string {
 	return fmt.Sprintf("evalguard: evaluation interrupted: %s=%v exhausted", e.Budget, e.Limit)
 }
 
+// Rule names the exhausted budget as a rule line: "eval-timeout=2s",
+// "eval-max-iterations=1000", "memory=536870912 bytes", "cpu=1s"; the bare
+// budget name when the limit is unknown.
+func (e *InterruptedError) Rule() string {
+	switch l := e.Limit.(type) {
+	case nil:
+		return e.Budget
+	case float64:
+		if e.Budget == "eval-timeout" {
+			return fmt.Sprintf("%s=%gs", e.Budget, l)
+		}
+		return fmt.Sprintf("%s=%g", e.Budget, l)
+	case int64:
+		switch e.Budget {
+		case "memory", "output":
+			return fmt.Sprintf("%s=%d bytes", e.Budget, l)
+		case "cpu":
+			return fmt.Sprintf("%s=%ds", e.Budget, l)
+		}
+		return fmt.Sprintf("%s=%d", e.Budget, l)
+	}
+	return fmt.Sprintf("%s=%v", e.Budget, e.Limit)
+}
+
 // DeniedError reports a refusal at run time: an attribute read through getattr, a
 // template field or a helper that resolves names from strings, a refused builtin
 // (setattr, globals(), type(name, bases, dict), help(), ...), a write into an

@@ -152,7 +152,7 @@ func (t *Tools) evalFailure(err error, res EvalResult) *sdk.CallToolResult {
 			}
 		}
 	case errors.As(err, &ie):
-		line := budgetLine(ie)
+		line := ie.Rule()
 		res.Interrupted = &Interruption{Budget: ie.Budget, Limit: line, Message: ie.Message}
 		fmt.Fprintf(&b, "%s: the evaluation was interrupted by its budget %s\n", EvalPythonTool, line)
 		if ie.Message != "" {
@@ -197,27 +197,4 @@ func (t *Tools) evalFailure(err error, res EvalResult) *sdk.CallToolResult {
 		fmt.Fprintf(&b, "%s: %v\n", EvalPythonTool, err)
 	}
 	return failure(strings.TrimSuffix(b.String(), "\n"), res)
-}
-
-// budgetLine names a budget as a rule line: eval-timeout=2s,
-// eval-max-iterations=1000, memory=536870912 bytes...
-func budgetLine(ie *evalguard.InterruptedError) string {
-	switch l := ie.Limit.(type) {
-	case nil:
-		return ie.Budget
-	case float64:
-		if ie.Budget == "eval-timeout" {
-			return fmt.Sprintf("%s=%gs", ie.Budget, l)
-		}
-		return fmt.Sprintf("%s=%g", ie.Budget, l)
-	case int64:
-		switch ie.Budget {
-		case "memory", "output":
-			return fmt.Sprintf("%s=%d bytes", ie.Budget, l)
-		case "cpu":
-			return fmt.Sprintf("%s=%ds", ie.Budget, l)
-		}
-		return fmt.Sprintf("%s=%d", ie.Budget, l)
-	}
-	return fmt.Sprintf("%s=%v", ie.Budget, ie.Limit)
 }

@@ -185,7 +185,7 @@ func evalFailure(env *Env, err error, verbose bool) int {
 		}
 		return ExitEvalRejected
 	case errors.As(err, &ie):
-		line := budgetLine(ie)
+		line := ie.Rule()
 		fmt.Fprintf(env.Stderr, "pysandboxes eval: interrupted by %s\n", line)
 		if m := strings.TrimPrefix(ie.Message, "evaluation interrupted: "); m != "" && m != line+" exhausted" {
 			fmt.Fprintf(env.Stderr, "  %s\n", m)
@@ -221,27 +221,4 @@ func evalFailure(env *Env, err error, verbose bool) int {
 	}
 	fmt.Fprintf(env.Stderr, "pysandboxes eval: %v\n", err)
 	return ExitSandbox
-}
-
-// budgetLine names the budget as a rule line: eval-timeout=2s,
-// eval-max-iterations=1000, memory=536870912 bytes...
-func budgetLine(ie *evalguard.InterruptedError) string {
-	switch l := ie.Limit.(type) {
-	case nil:
-		return ie.Budget
-	case float64:
-		if ie.Budget == "eval-timeout" {
-			return fmt.Sprintf("%s=%gs", ie.Budget, l)
-		}
-		return fmt.Sprintf("%s=%g", ie.Budget, l)
-	case int64:
-		switch ie.Budget {
-		case "memory", "output":
-			return fmt.Sprintf("%s=%d bytes", ie.Budget, l)
-		case "cpu":
-			return fmt.Sprintf("%s=%ds", ie.Budget, l)
-		}
-		return fmt.Sprintf("%s=%d", ie.Budget, l)
-	}
-	return fmt.Sprintf("%s=%v", ie.Budget, ie.Limit)
 }
