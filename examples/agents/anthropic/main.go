@@ -19,10 +19,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/anthropics/anthropic-sdk-go/v2"
@@ -31,42 +29,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/examples/agents/pytool"
 )
 
-// The conversation's opening.
-const (
-	system = "You answer questions about data by writing Python that runs in a sandbox. " +
-		"When a tool result says the code was rejected or refused, rewrite it within what is allowed; " +
-		"name the rule you would need only if no rewrite can do it."
-	defaultTask = "What is the total value of the orders (quantity times unit price)?"
-)
-
-// config is what one run needs.
-type config struct {
-	Key, BaseURL, Model string
-	Task                string
-	Tools               pytool.Options
-	// MaxTurns bounds the model's answers (0 is 10).
-	MaxTurns int
-}
-
-func main() {
-	cfg := config{
-		Key:     os.Getenv("ANTHROPIC_API_KEY"),
-		BaseURL: os.Getenv("ANTHROPIC_BASE_URL"),
-		Model:   os.Getenv("ANTHROPIC_MODEL"),
-	}
-	flag.StringVar(&cfg.Task, "task", defaultTask, "the question for the model")
-	flag.StringVar(&cfg.Tools.Python, "python", "", "the Python interpreter (default: python3, resolved)")
-	flag.StringVar(&cfg.Tools.Provider, "provider", "", "the OS provider (default: auto)")
-	flag.Parse()
-	if cfg.Key == "" {
-		fmt.Fprintln(os.Stderr, "anthropic: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL, ANTHROPIC_MODEL as needed)")
-		os.Exit(2)
-	}
-	if _, err := run(context.Background(), cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "anthropic:", err)
-		os.Exit(1)
-	}
-}
+func main() { pytool.Main("anthropic", "ANTHROPIC", run) }
 
 // tool declares a pytool tool to the model.
 func tool(name, description string, schema map[string]any) anthropic.ToolUnionParam {
@@ -83,7 +46,7 @@ func tool(name, description string, schema map[string]any) anthropic.ToolUnionPa
 
 // run plays the conversation to the model's final answer, writing each tool
 // call and its result to w, and returns the answer.
-func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
+func run(ctx context.Context, cfg pytool.Config, w io.Writer) (string, error) {
 	tools, err := pytool.New(ctx, cfg.Tools)
 	if err != nil {
 		return "", err
@@ -103,7 +66,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
 	params := anthropic.MessageNewParams{
 		Model:     model,
 		MaxTokens: 2048,
-		System:    []anthropic.TextBlockParam{{Text: system}},
+		System:    []anthropic.TextBlockParam{{Text: pytool.System}},
 		Messages:  []anthropic.MessageParam{anthropic.NewUserMessage(anthropic.NewTextBlock(cfg.Task))},
 		Tools: []anthropic.ToolUnionParam{
 			tool(pytool.EvalName, pytool.EvalDescription, pytool.EvalSchema),

@@ -21,10 +21,8 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/tmc/langchaingo/agents"
 	"github.com/tmc/langchaingo/chains"
@@ -34,42 +32,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/examples/agents/pytool"
 )
 
-// The conversation's opening.
-const (
-	system = "You answer questions about data by writing Python that runs in a sandbox. " +
-		"When a tool result says the code was rejected or refused, rewrite it within what is allowed; " +
-		"name the rule you would need only if no rewrite can do it."
-	defaultTask = "What is the total value of the orders (quantity times unit price)?"
-)
-
-// config is what one run needs.
-type config struct {
-	Key, BaseURL, Model string
-	Task                string
-	Tools               pytool.Options
-	// MaxTurns bounds the agent's iterations (0 is 10).
-	MaxTurns int
-}
-
-func main() {
-	cfg := config{
-		Key:     os.Getenv("OPENAI_API_KEY"),
-		BaseURL: os.Getenv("OPENAI_BASE_URL"),
-		Model:   os.Getenv("OPENAI_MODEL"),
-	}
-	flag.StringVar(&cfg.Task, "task", defaultTask, "the question for the model")
-	flag.StringVar(&cfg.Tools.Python, "python", "", "the Python interpreter (default: python3, resolved)")
-	flag.StringVar(&cfg.Tools.Provider, "provider", "", "the OS provider (default: auto)")
-	flag.Parse()
-	if cfg.Key == "" {
-		fmt.Fprintln(os.Stderr, "langchain: set OPENAI_API_KEY (and OPENAI_BASE_URL, OPENAI_MODEL as needed)")
-		os.Exit(2)
-	}
-	if _, err := run(context.Background(), cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "langchain:", err)
-		os.Exit(1)
-	}
-}
+func main() { pytool.Main("langchain", "OPENAI", run) }
 
 // sandboxTool is one pytool tool as a langchaingo tool: its input is the
 // Python source, its output what the model reads.
@@ -98,7 +61,7 @@ func (t sandboxTool) Call(ctx context.Context, src string) (string, error) {
 
 // run plays the conversation to the model's final answer, writing each tool
 // call and its result to w, and returns the answer.
-func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
+func run(ctx context.Context, cfg pytool.Config, w io.Writer) (string, error) {
 	sandbox, err := pytool.New(ctx, cfg.Tools)
 	if err != nil {
 		return "", err
@@ -140,7 +103,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
 	if turns <= 0 {
 		turns = 10
 	}
-	agent := agents.NewOpenAIFunctionsAgent(llm, toolset, agents.NewOpenAIOption().WithSystemMessage(system))
+	agent := agents.NewOpenAIFunctionsAgent(llm, toolset, agents.NewOpenAIOption().WithSystemMessage(pytool.System))
 	executor := agents.NewExecutor(agent, agents.WithMaxIterations(turns))
 	answer, err := chains.Run(ctx, executor, cfg.Task)
 	if err != nil {

@@ -27,11 +27,11 @@ func TestAgent(t *testing.T) {
 	}
 	srv := fakemodel.OpenAI(t, fakemodel.SandboxScript(arg1))
 	var out bytes.Buffer
-	answer, err := run(context.Background(), config{
+	answer, err := run(context.Background(), pytool.Config{
 		Key:     fakemodel.Key,
 		BaseURL: srv.URL + "/v1",
 		Model:   "fake-model",
-		Task:    defaultTask,
+		Task:    pytool.DefaultTask,
 		Tools:   pytool.Options{Python: "/usr/bin/python3"},
 	}, &out)
 	if err != nil {

@@ -20,10 +20,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -32,46 +30,11 @@ import (
 	"github.com/pysandboxes/pysandboxes/examples/agents/pytool"
 )
 
-// The conversation's opening.
-const (
-	system = "You answer questions about data by writing Python that runs in a sandbox. " +
-		"When a tool result says the code was rejected or refused, rewrite it within what is allowed; " +
-		"name the rule you would need only if no rewrite can do it."
-	defaultTask = "What is the total value of the orders (quantity times unit price)?"
-)
-
-// config is what one run needs.
-type config struct {
-	Key, BaseURL, Model string
-	Task                string
-	Tools               pytool.Options
-	// MaxTurns bounds the model's answers (0 is 10).
-	MaxTurns int
-}
-
-func main() {
-	cfg := config{
-		Key:     os.Getenv("OPENAI_API_KEY"),
-		BaseURL: os.Getenv("OPENAI_BASE_URL"),
-		Model:   os.Getenv("OPENAI_MODEL"),
-	}
-	flag.StringVar(&cfg.Task, "task", defaultTask, "the question for the model")
-	flag.StringVar(&cfg.Tools.Python, "python", "", "the Python interpreter (default: python3, resolved)")
-	flag.StringVar(&cfg.Tools.Provider, "provider", "", "the OS provider (default: auto)")
-	flag.Parse()
-	if cfg.Key == "" {
-		fmt.Fprintln(os.Stderr, "openai: set OPENAI_API_KEY (and OPENAI_BASE_URL, OPENAI_MODEL as needed)")
-		os.Exit(2)
-	}
-	if _, err := run(context.Background(), cfg, os.Stdout); err != nil {
-		fmt.Fprintln(os.Stderr, "openai:", err)
-		os.Exit(1)
-	}
-}
+func main() { pytool.Main("openai", "OPENAI", run) }
 
 // run plays the conversation to the model's final answer, writing each tool
 // call and its result to w, and returns the answer.
-func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
+func run(ctx context.Context, cfg pytool.Config, w io.Writer) (string, error) {
 	tools, err := pytool.New(ctx, cfg.Tools)
 	if err != nil {
 		return "", err
@@ -91,7 +54,7 @@ func run(ctx context.Context, cfg config, w io.Writer) (string, error) {
 	params := openai.ChatCompletionNewParams{
 		Model: model,
 		Messages: []openai.ChatCompletionMessageParamUnion{
-			openai.SystemMessage(system),
+			openai.SystemMessage(pytool.System),
 			openai.UserMessage(cfg.Task),
 		},
 		Tools: []openai.ChatCompletionToolUnionParam{
