@@ -98,7 +98,7 @@ func (s *Sandbox) CallWith(ctx context.Context, fn string, o CallOptions, args .
 	if !p.enter() {
 		return nil, ErrSandboxClosed
 	}
-	defer p.inflight.Done()
+	defer p.sup.Leave()
 	for attempt := 0; ; attempt++ {
 		wp, err := p.acquire(ctx, fn)
 		if err != nil {

@@ -6,16 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/evalguard"
+	"github.com/pysandboxes/pysandboxes/internal/pypool"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
 	"github.com/pysandboxes/pysandboxes/transport"
@@ -291,24 +289,23 @@ func (s *Sandbox) eval(ctx context.Context, exec bool, src string, names map[str
 	if req.Output <= 0 {
 		req.Output = DefaultEvalOutput
 	}
-	es, err := s.evals.get(s)
+	es, err := s.evals.get(func() *evals { return newEvals(s) })
 	if err != nil {
 		return nil, err
 	}
-	if !es.enter() {
+	if !es.sup.Enter() {
 		return nil, ErrSandboxClosed
 	}
-	defer es.inflight.Done()
-	select {
-	case es.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pysandboxes: Eval: waiting for a free process: %w", ctx.Err())
-	case <-es.closing:
-		return nil, ErrSandboxClosed
+	defer es.sup.Leave()
+	if err := es.sup.TakeSlot(ctx); err != nil {
+		if err == ErrSandboxClosed {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pysandboxes: Eval: waiting for a free process: %w", err)
 	}
-	defer func() { <-es.slots }()
+	defer es.sup.FreeSlot()
 	var capt capture
-	w, _ := streams([2]io.Writer{o.stdout, o.stderr}, o.capture != nil, es.callOut, &capt)
+	w, _ := streams([2]io.Writer{o.stdout, o.stderr}, o.capture != nil, es.out.Work, &capt)
 	out := pylayer.CallOutput{Stdout: w[0], Stderr: w[1], Limit: req.Output, LimitErr: ErrOutputLimit}
 	r, zp, err := es.run(ctx, req, out)
 	printed := capt.finish()
@@ -435,37 +432,13 @@ func outputInterrupted(limit int64) error {
 }
 
 // evalState is the Sandbox's eval layer: its zygote, made at the first Eval.
-type evalState struct {
-	mu     sync.Mutex
-	st     *evals
-	closed bool
-}
-
-func (e *evalState) get(s *Sandbox) (*evals, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.closed {
-		return nil, ErrSandboxClosed
-	}
-	if e.st == nil {
-		e.st = newEvals(s)
-	}
-	return e.st, nil
-}
+type evalState = lazyPool[evals]
 
 // closeEvals is Close's part for the eval layer: no new evaluation; those in
 // flight have the grace period, then their processes are killed; the zygote is
 // stopped and reaped.
 func (s *Sandbox) closeEvals() error {
-	s.evals.mu.Lock()
-	if s.evals.closed {
-		s.evals.mu.Unlock()
-		return nil
-	}
-	s.evals.closed = true
-	es := s.evals.st
-	s.evals.mu.Unlock()
-	if es != nil {
+	if es := s.evals.shut(); es != nil {
 		es.close()
 	}
 	return nil
@@ -473,77 +446,30 @@ func (s *Sandbox) closeEvals() error {
 
 // evals runs the zygote of one Sandbox.
 type evals struct {
-	s       *Sandbox
-	slots   chan struct{}
-	closing chan struct{}
-	ctx     context.Context
-	cancel  context.CancelFunc
-	// out, errOut: the zygote's own output; callOut: the evaluations' default
-	// writers (nil: captured).
-	out, errOut *lockedWriter
-	callOut     [2]io.Writer
+	s   *Sandbox
+	sup *pypool.Pool
+	out *pypool.Output
 
 	mu       sync.Mutex
-	closed   bool
 	cur      *zygoteProc
 	starting chan struct{} // closed when the start in progress ends
-	failures []time.Time
-	fallback string // why evaluations start a fresh process each ("" while the zygote is used)
-	inflight sync.WaitGroup
-	procs    sync.WaitGroup
-	all      map[*zygoteProc]bool
+	fallback string        // why evaluations start a fresh process each ("" while the zygote is used)
 }
 
 func newEvals(s *Sandbox) *evals {
-	pool := max(s.cfg.eval.pool, 1)
-	ctx, cancel := context.WithCancel(context.Background())
-	mu := new(sync.Mutex)
-	es := &evals{s: s, slots: make(chan struct{}, pool), closing: make(chan struct{}), ctx: ctx, cancel: cancel,
-		out: &lockedWriter{mu: mu, w: s.cfg.call.procOut}, errOut: &lockedWriter{mu: mu, w: s.cfg.call.procErr},
-		callOut: defaultStreams(mu, &s.cfg.call), all: map[*zygoteProc]bool{}}
+	es := &evals{s: s, sup: newSupervisor(s, max(s.cfg.eval.pool, 1)), out: newPoolOutput(&s.cfg.call)}
 	if s.cfg.eval.noFork {
 		es.fallback = "WithEval(EvalConfig{NoFork: true})"
 	}
 	return es
 }
 
-func (es *evals) enter() bool {
-	es.mu.Lock()
-	defer es.mu.Unlock()
-	if es.closed {
-		return false
-	}
-	es.inflight.Add(1)
-	return true
-}
-
 // zygoteProc is one zygote process (or, in single mode, one evaluation's
 // process).
 type zygoteProc struct {
-	es       *evals
-	cmd      *Cmd
-	run      *zygoteRun
-	z        *pylayer.Zygote
-	info     pylayer.ZygoteInfo
-	exited   chan struct{}
-	hostKill atomic.Bool
-	failed   atomic.Bool
-}
-
-func (zp *zygoteProc) alive() bool {
-	select {
-	case <-zp.exited:
-		return false
-	case <-zp.z.Done():
-		return false
-	default:
-		return true
-	}
-}
-
-func (zp *zygoteProc) kill(reason error) {
-	zp.hostKill.Store(true)
-	zp.cmd.terminate(reason)
+	*pypool.Proc
+	z    *pylayer.Zygote
+	info pylayer.ZygoteInfo
 }
 
 // run serves one evaluation: on the zygote (started when none runs), or on a
@@ -555,7 +481,7 @@ func (es *evals) run(ctx context.Context, req *pylayer.EvalRequest, out pylayer.
 	}
 	single := zp.info.Single
 	if single {
-		defer es.stop(zp)
+		defer zp.Stop()
 	}
 	// The host's own bound, past which the zygote (or the single process) is
 	// ended: the timeout, plus a grace for the zygote to report (the zygote
@@ -572,40 +498,36 @@ func (es *evals) run(ctx context.Context, req *pylayer.EvalRequest, out pylayer.
 		return r, zp, nil
 	case errors.Is(err, ErrOutputLimit):
 		if single {
-			zp.kill(ErrOutputLimit)
+			zp.Kill(true, ErrOutputLimit)
 		}
 		return nil, zp, outputInterrupted(req.Output)
 	case ctx.Err() != nil:
 		if single || errors.Is(err, pylayer.ErrCancelUnconfirmed) {
-			zp.kill(ctx.Err())
+			zp.Kill(true, ctx.Err())
 		}
 		return nil, zp, fmt.Errorf("pysandboxes: Eval: the evaluation's process was killed: %w", ctx.Err())
 	case rctx.Err() != nil:
 		// Single mode: the timeout; else the zygote did not report the end of
 		// the evaluation in time: it is ended (and replaced).
-		zp.kill(context.DeadlineExceeded)
+		zp.Kill(true, context.DeadlineExceeded)
 		return nil, zp, &evalguard.InterruptedError{Budget: "eval-timeout", Limit: req.Timeout.Seconds(),
 			Message: fmt.Sprintf("evaluation interrupted: eval-timeout=%gs exhausted (its process was killed)", req.Timeout.Seconds())}
 	}
 	// The zygote ended (or its channel broke) during the evaluation: the
 	// evaluation is not sent again (it may have run in part).
-	es.waitExit(zp)
-	return nil, zp, es.exitError(zp, err)
+	zp.WaitExit()
+	return nil, zp, evalExitError(zp.Proc, err)
 }
 
-// exitError describes the end of a zygote or single process.
-func (es *evals) exitError(zp *zygoteProc, reason error) error {
+// evalExitError describes the end of a zygote or single process.
+func evalExitError(x *pypool.Proc, reason error) error {
 	e := &EvalProcessError{Err: reason}
-	select {
-	case <-zp.exited:
-		if st, ok := zp.cmd.Status(); ok {
-			if st.Signaled() {
-				e.Signal = int(st.Signal())
-			} else if st.Exited() {
-				e.Status = st.ExitStatus()
-			}
+	if st, ok := x.Status(); ok {
+		if st.Signaled() {
+			e.Signal = int(st.Signal())
+		} else if st.Exited() {
+			e.Status = st.ExitStatus()
 		}
-	default:
 	}
 	if e.Signal == int(syscall.SIGXCPU) {
 		return &evalguard.InterruptedError{Budget: "cpu", Message: "evaluation interrupted: its process used its processor time (RLIMIT_CPU) and was killed"}
@@ -613,27 +535,17 @@ func (es *evals) exitError(zp *zygoteProc, reason error) error {
 	return e
 }
 
-func (es *evals) waitExit(zp *zygoteProc) {
-	t := time.NewTimer(killGrace + time.Second)
-	defer t.Stop()
-	select {
-	case <-zp.exited:
-	case <-t.C:
-	}
-}
-
 // zygote returns the running zygote, starting one (after the restart policy's
 // backoff) when none runs; in fallback mode, a new single-evaluation process.
 func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
 	for {
-		es.mu.Lock()
-		if es.closed {
-			es.mu.Unlock()
+		if es.sup.IsClosed() {
 			return nil, ErrSandboxClosed
 		}
+		es.mu.Lock()
 		if es.fallback == "" && es.cur != nil {
 			zp := es.cur
-			if zp.alive() {
+			if zp.Usable() {
 				es.mu.Unlock()
 				return zp, nil
 			}
@@ -641,7 +553,7 @@ func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
 			// reaped.
 			es.cur = nil
 			es.mu.Unlock()
-			es.waitExit(zp)
+			zp.WaitExit()
 			continue
 		}
 		if ch := es.starting; ch != nil {
@@ -651,29 +563,15 @@ func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
 				continue
 			case <-ctx.Done():
 				return nil, fmt.Errorf("pysandboxes: Eval: waiting for the zygote to start: %w", ctx.Err())
-			case <-es.closing:
+			case <-es.sup.Closing():
 				return nil, ErrSandboxClosed
 			}
 		}
 		single := es.fallback != ""
-		now := time.Now()
-		r := es.s.cfg.call.restart
-		i := 0
-		for i < len(es.failures) && now.Sub(es.failures[i]) > r.Window {
-			i++
-		}
-		es.failures = es.failures[i:]
-		fails := es.failures
-		if len(fails) > r.Max {
-			until := fails[len(fails)-r.Max-1].Add(r.Window)
+		wait, err := es.sup.Budget()
+		if err != nil {
 			es.mu.Unlock()
-			return nil, &EvalProcessError{Err: fmt.Errorf("%w (%d failures within %v; next attempt possible at %s)",
-				ErrRestartLimit, len(fails), r.Window, until.Format(time.TimeOnly))}
-		}
-		var wait time.Duration
-		if n := len(fails); n > 0 {
-			d := float64(r.Backoff) * math.Pow(r.Factor, float64(n-1))
-			wait = time.Until(fails[n-1].Add(time.Duration(min(d, float64(r.MaxBackoff)))))
+			return nil, &EvalProcessError{Err: err}
 		}
 		ch := make(chan struct{})
 		if !single {
@@ -696,7 +594,7 @@ func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
 			es.mu.Unlock()
 			es.s.cfg.logger.Warn("eval: forking does not work in this sandbox; each evaluation starts a fresh interpreter",
 				"provider", es.s.provider.Name(), "reason", zp.info.Reason)
-			es.stop(zp)
+			zp.Stop()
 			continue
 		}
 		if !single {
@@ -708,149 +606,47 @@ func (es *evals) zygote(ctx context.Context) (*zygoteProc, error) {
 }
 
 func (es *evals) startAfter(ctx context.Context, wait time.Duration, single bool) (*zygoteProc, error) {
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("pysandboxes: Eval: waiting for the zygote to restart: %w", ctx.Err())
-		case <-es.closing:
-			return nil, ErrSandboxClosed
+	if err := es.sup.Backoff(ctx, wait); err != nil {
+		if err == ErrSandboxClosed {
+			return nil, err
 		}
+		return nil, fmt.Errorf("pysandboxes: Eval: waiting for the zygote to restart: %w", err)
 	}
 	return es.start(ctx, single)
-}
-
-func (es *evals) fail(zp *zygoteProc) {
-	if zp != nil && !zp.failed.CompareAndSwap(false, true) {
-		return
-	}
-	es.mu.Lock()
-	if !es.closed {
-		es.failures = append(es.failures, time.Now())
-	}
-	es.mu.Unlock()
 }
 
 // start starts a zygote (or a single-evaluation process) and waits until it is
 // ready.
 func (es *evals) start(ctx context.Context, single bool) (*zygoteProc, error) {
-	s := es.s
-	cmd := &Cmd{sb: s, ctx: es.ctx, Path: "python", Args: []string{"python"}, Dir: s.cfg.call.dir}
 	run := &zygoteRun{es: es, single: single}
-	cmd.ext = run
-	cmd.Stdout, cmd.Stderr = es.out, es.errOut
-	if f, ok := s.cfg.call.procOut.(*os.File); ok {
-		cmd.Stdout = f
-	}
-	if f, ok := s.cfg.call.procErr.(*os.File); ok {
-		cmd.Stderr = f
-	}
-	es.mu.Lock()
-	if es.closed {
-		es.mu.Unlock()
-		return nil, ErrSandboxClosed
-	}
-	es.procs.Add(1)
-	es.mu.Unlock()
-	if err := cmd.Start(); err != nil {
-		es.procs.Done()
-		es.fail(nil)
-		return nil, &EvalProcessError{Err: fmt.Errorf("starting the eval zygote: %w", err)}
-	}
-	zp := &zygoteProc{es: es, cmd: cmd, run: run, z: run.z, exited: make(chan struct{})}
-	es.mu.Lock()
-	es.all[zp] = true
-	closed := es.closed
-	es.mu.Unlock()
-	go func() {
-		defer es.procs.Done()
-		_ = cmd.Wait()
-		if !zp.hostKill.Load() && !single {
-			es.fail(zp)
-		}
-		es.mu.Lock()
-		delete(es.all, zp)
-		es.mu.Unlock()
-		close(zp.exited)
-	}()
-	if closed {
-		zp.kill(ErrSandboxClosed)
-		return nil, ErrSandboxClosed
-	}
-	sctx, cancel := context.WithTimeout(ctx, s.cfg.call.startTimeout)
-	defer cancel()
-	info, err := zp.z.Ready(sctx)
+	cmd := es.s.pythonCmd(es.sup.Context(), run, es.out)
+	var info pylayer.ZygoteInfo
+	x, err := es.sup.Start(ctx, pypool.Spawn{
+		Process: poolCmd{cmd},
+		Channel: func() pypool.Channel { return run.z },
+		Ready: func(ctx context.Context) error {
+			var err error
+			info, err = run.z.Ready(ctx)
+			return err
+		},
+		Counts: func() bool { return !single },
+	})
 	if err == nil {
-		zp.info = info
-		return zp, nil
+		return &zygoteProc{Proc: x, z: run.z, info: info}, nil
 	}
-	switch {
-	case ctx.Err() != nil:
-		zp.kill(ctx.Err())
-		return nil, fmt.Errorf("pysandboxes: Eval: starting the zygote: %w", ctx.Err())
-	case errors.Is(err, context.DeadlineExceeded):
-		es.fail(zp)
-		zp.kill(err)
-		return nil, &EvalProcessError{Err: fmt.Errorf("the eval zygote was not ready after %v: it was killed", s.cfg.call.startTimeout)}
+	if e, ok := startFailure(err, "the eval zygote", "pysandboxes: Eval: starting the zygote", func(e error) error { return &EvalProcessError{Err: e} }); ok {
+		return nil, e
 	}
-	es.fail(zp)
-	zp.kill(err)
-	es.waitExit(zp)
-	return nil, es.exitError(zp, err)
-}
-
-// stop ends a process: its channel is closed (it exits), and it is killed if
-// it has not after stopGrace.
-func (es *evals) stop(zp *zygoteProc) {
-	zp.hostKill.Store(true)
-	zp.z.CloseWrite()
-	go func() {
-		t := time.NewTimer(stopGrace)
-		defer t.Stop()
-		select {
-		case <-zp.exited:
-		case <-t.C:
-			zp.cmd.terminate(ErrSandboxClosed)
-		}
-	}()
+	x.WaitExit()
+	return nil, evalExitError(x, err)
 }
 
 // close stops the eval layer (see closeEvals).
-func (es *evals) close() {
-	es.mu.Lock()
-	es.closed = true
-	close(es.closing)
-	es.mu.Unlock()
-	drained := make(chan struct{})
-	go func() {
-		es.inflight.Wait()
-		close(drained)
-	}()
-	t := time.NewTimer(es.s.cfg.call.grace)
-	select {
-	case <-drained:
-	case <-t.C:
-		es.mu.Lock()
-		for zp := range es.all {
-			zp.kill(ErrSandboxClosed)
-		}
-		es.mu.Unlock()
-		<-drained
-	}
-	t.Stop()
-	es.mu.Lock()
-	for zp := range es.all {
-		es.stop(zp)
-	}
-	es.mu.Unlock()
-	es.procs.Wait()
-	es.cancel()
-}
+func (es *evals) close() { es.sup.Close(nil) }
 
 // zygoteRun is the Python side of a zygote's Cmd (its cmdExt).
 type zygoteRun struct {
+	pyProcess
 	es     *evals
 	single bool
 	z      *pylayer.Zygote
@@ -858,43 +654,22 @@ type zygoteRun struct {
 
 func (r *zygoteRun) prepare(c *Cmd) error {
 	s := c.sb
-	in, err := s.Interpreter(c.ctx)
+	in, guard, err := r.interpreter(c)
 	if err != nil {
 		return err
 	}
-	c.Path = in.Path
 	pp := s.policy
-	guard := !s.cfg.python.layerOff && s.provider.Name() != "none"
-	if on, _ := pp.PySandbox(); !on {
-		guard = false
-	}
 	z, err := pylayer.NewZygote(c.ctx, pylayer.ConfigInput{
 		Policy: pp, Interp: in, Mode: pylayer.ModeEnforce, Provider: s.provider.Name(), RulesFile: pp.Path,
 	}, pylayer.ZygoteOptions{
-		Guard: guard, Single: r.single, Pool: cap(r.es.slots), MaxResult: s.cfg.call.maxResult,
-		Entry: evalguard.Module, Preload: evalPreload(pp), Stdout: r.es.out, Stderr: r.es.errOut,
+		Guard: guard, Single: r.single, Pool: r.es.sup.Slots(), MaxResult: s.cfg.call.maxResult,
+		Entry: evalguard.Module, Preload: evalPreload(pp), Stdout: r.es.out.Out, Stderr: r.es.out.Err,
 	})
 	if err != nil {
 		return err
 	}
 	r.z = z
-	fd := 3 + len(c.ExtraFiles)
-	c.ExtraFiles = append(c.ExtraFiles, z.Session().ChildFile())
-	c.Args = pylayer.Command(in, nil, fd)
-	return nil
-}
-
-func (r *zygoteRun) started(c *Cmd) {
-	r.z.Session().Started(func(err error) { c.terminate(err) })
-}
-
-func (r *zygoteRun) abort() { r.z.Session().Abort() }
-
-func (r *zygoteRun) finish(c *Cmd) error {
-	res := r.z.Session().Finish(2 * time.Second)
-	if res.DroppedDenials > 0 {
-		c.sb.cfg.logger.Warn("Python layer: more refusals than kept", "dropped", res.DroppedDenials)
-	}
+	r.attach(c, in, z.Session())
 	return nil
 }
 

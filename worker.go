@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/pysandboxes/pysandboxes/internal/pypool"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
 )
@@ -217,22 +214,43 @@ func (c *callConfig) defaults() {
 
 // callState is the Sandbox's partial mode: its pool, made at the first call.
 type callState struct {
-	mu      sync.Mutex
-	p       *workerPool
-	closed  bool
-	learned *policy.LearnResult
+	lazyPool[workerPool]
+	learned *policy.LearnResult // under mu
 }
 
 func (cs *callState) pool(s *Sandbox) (*workerPool, error) {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	if cs.closed {
+	return cs.get(func() *workerPool { return newWorkerPool(s) })
+}
+
+// lazyPool is a pool made at its first use, and closed once.
+type lazyPool[T any] struct {
+	mu     sync.Mutex
+	p      *T
+	closed bool
+}
+
+func (l *lazyPool[T]) get(newPool func() *T) (*T, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
 		return nil, ErrSandboxClosed
 	}
-	if cs.p == nil {
-		cs.p = newWorkerPool(s)
+	if l.p == nil {
+		l.p = newPool()
 	}
-	return cs.p, nil
+	return l.p, nil
+}
+
+// shut marks the pool closed and returns it, to be closed (nil when it was
+// never made, or is closed already).
+func (l *lazyPool[T]) shut() *T {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return nil
+	}
+	l.closed = true
+	return l.p
 }
 
 // StartWorkers starts the sandbox's workers now (running their init function)
@@ -245,7 +263,7 @@ func (s *Sandbox) StartWorkers(ctx context.Context) error {
 	if !p.enter() {
 		return ErrSandboxClosed
 	}
-	defer p.inflight.Done()
+	defer p.sup.Leave()
 	var wps []*workerProc
 	var errs []error
 	for range p.cfg.workers {
@@ -275,14 +293,7 @@ func (s *Sandbox) Learned() *policy.LearnResult {
 // get the grace period, then their workers are killed; every worker is stopped
 // and reaped; learning writes what the calls did.
 func (s *Sandbox) closeCalls() error {
-	s.calls.mu.Lock()
-	if s.calls.closed {
-		s.calls.mu.Unlock()
-		return nil
-	}
-	s.calls.closed = true
-	p := s.calls.p
-	s.calls.mu.Unlock()
+	p := s.calls.shut()
 	if p == nil {
 		return nil
 	}
@@ -295,25 +306,13 @@ func (s *Sandbox) closeCalls() error {
 
 // workerPool runs the workers of one Sandbox.
 type workerPool struct {
-	s     *Sandbox
-	cfg   *callConfig
-	slots chan struct{}
-	// ctx is the workers' context: it ends at Close, after the grace period.
-	ctx    context.Context
-	cancel context.CancelFunc
-	// out, errOut: the processes' own output; callOut: the calls' default
-	// writers (nil: captured).
-	out, errOut *lockedWriter
-	callOut     [2]io.Writer
+	s   *Sandbox
+	cfg *callConfig
+	sup *pypool.Pool
+	out *pypool.Output
 
-	mu       sync.Mutex
-	closed   bool
-	closing  chan struct{}
-	idle     []*workerProc
-	all      map[*workerProc]bool
-	failures []time.Time
-	inflight sync.WaitGroup
-	procs    sync.WaitGroup
+	mu   sync.Mutex
+	idle []*workerProc
 
 	// Learning.
 	obs       []policy.Observations
@@ -326,171 +325,87 @@ type workerPool struct {
 
 func newWorkerPool(s *Sandbox) *workerPool {
 	cfg := &s.cfg.call
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &workerPool{
-		s: s, cfg: cfg, slots: make(chan struct{}, cfg.workers), ctx: ctx, cancel: cancel,
-		closing: make(chan struct{}), all: map[*workerProc]bool{},
-	}
-	mu := new(sync.Mutex) // one lock: the writers may be the same
-	p.out, p.errOut = &lockedWriter{mu: mu, w: cfg.procOut}, &lockedWriter{mu: mu, w: cfg.procErr}
-	p.callOut = defaultStreams(mu, cfg)
-	return p
+	return &workerPool{s: s, cfg: cfg, sup: newSupervisor(s, cfg.workers), out: newPoolOutput(cfg)}
 }
 
-// enter counts a call in flight (false once closed).
-func (p *workerPool) enter() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return false
-	}
-	p.inflight.Add(1)
-	return true
+// newSupervisor returns the supervision of a pool of the sandbox's Python
+// processes (workers or zygote) with n slots.
+func newSupervisor(s *Sandbox, n int) *pypool.Pool {
+	cfg := &s.cfg.call
+	r := cfg.restart
+	return pypool.New(pypool.Config{
+		Slots:        n,
+		Restart:      pypool.Restart{Max: r.Max, Window: r.Window, Backoff: r.Backoff, Factor: r.Factor, MaxBackoff: r.MaxBackoff},
+		StartTimeout: cfg.startTimeout,
+		Grace:        cfg.grace,
+		StopGrace:    stopGrace,
+		KillWait:     killGrace + time.Second,
+		Closed:       ErrSandboxClosed,
+		RestartLimit: ErrRestartLimit,
+	})
 }
+
+func newPoolOutput(cfg *callConfig) *pypool.Output {
+	return pypool.NewOutput(cfg.procOut, cfg.procErr, cfg.stdout, cfg.stderr)
+}
+
+// pythonCmd returns the Cmd of one of the sandbox's Python processes (its
+// Python side set by ext), writing its own output to out.
+func (s *Sandbox) pythonCmd(ctx context.Context, ext cmdExt, out *pypool.Output) *Cmd {
+	cmd := &Cmd{sb: s, ctx: ctx, Path: "python", Args: []string{"python"}, Dir: s.cfg.call.dir, ext: ext}
+	cmd.Stdout, cmd.Stderr = out.ProcessStdio()
+	return cmd
+}
+
+// poolCmd is a Cmd as the pool drives it.
+type poolCmd struct{ *Cmd }
+
+func (c poolCmd) Terminate(reason error) { c.terminate(reason) }
+
+// enter counts a call in flight (false once closed).
+func (p *workerPool) enter() bool { return p.sup.Enter() }
 
 // workerProc is one worker process.
 type workerProc struct {
-	p      *workerPool
-	cmd    *Cmd
-	run    *workerRun
-	conn   *pylayer.Worker
-	exited chan struct{}
-	// hostKill: killed on purpose by the host (not a failure). broken: not to
-	// be reused.
-	hostKill atomic.Bool
-	broken   atomic.Bool
-	failed   atomic.Bool // counted as a failure already
-	// pidfd refers to the confined program (-1 when it could not be opened): it
-	// becomes readable the moment the program ends, before the host has reaped
-	// anything, so that a worker that died idle is never handed a call.
-	pidfd int
-	fdMu  sync.Mutex // guards pidfd against its close
-}
-
-// ended reports whether the program has ended, as its pidfd says.
-func (wp *workerProc) ended() bool {
-	wp.fdMu.Lock()
-	defer wp.fdMu.Unlock()
-	if wp.pidfd < 0 {
-		return false
-	}
-	fds := []unix.PollFd{{Fd: int32(wp.pidfd), Events: unix.POLLIN}}
-	n, err := unix.Poll(fds, 0)
-	return err == nil && n > 0 && fds[0].Revents != 0
-}
-
-func (wp *workerProc) closePidfd() {
-	wp.fdMu.Lock()
-	defer wp.fdMu.Unlock()
-	if wp.pidfd >= 0 {
-		unix.Close(wp.pidfd)
-		wp.pidfd = -1
-	}
-}
-
-func (wp *workerProc) usable() bool {
-	if wp.broken.Load() {
-		return false
-	}
-	select {
-	case <-wp.exited:
-		return false
-	case <-wp.conn.Done():
-		return false
-	default:
-		return !wp.ended()
-	}
-}
-
-// kill ends the worker's process tree. host says the host decided it (not a
-// failure of the worker).
-func (wp *workerProc) kill(host bool, reason error) {
-	if host {
-		wp.hostKill.Store(true)
-	}
-	wp.broken.Store(true)
-	wp.cmd.terminate(reason)
-}
-
-// stop closes the channel: the worker exits when idle; it is killed if it has
-// not after stopGrace.
-func (wp *workerProc) stop() {
-	wp.hostKill.Store(true)
-	wp.broken.Store(true)
-	wp.conn.CloseWrite()
-	go func() {
-		t := time.NewTimer(stopGrace)
-		defer t.Stop()
-		select {
-		case <-wp.exited:
-		case <-t.C:
-			wp.cmd.terminate(ErrSandboxClosed)
-		}
-	}()
+	*pypool.Proc
+	conn *pylayer.Worker
 }
 
 // acquire returns a worker for a call, starting one when none is idle (after
 // the restart policy's backoff), within the pool's size.
 func (p *workerPool) acquire(ctx context.Context, fn string) (*workerProc, error) {
-	select {
-	case p.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, fmt.Errorf("pysandboxes: call %s: waiting for a worker: %w", fn, ctx.Err())
-	case <-p.closing:
-		return nil, ErrSandboxClosed
+	if err := p.sup.TakeSlot(ctx); err != nil {
+		if err == ErrSandboxClosed {
+			return nil, err
+		}
+		return nil, fmt.Errorf("pysandboxes: call %s: waiting for a worker: %w", fn, err)
 	}
 	for {
-		p.mu.Lock()
-		if p.closed {
-			p.mu.Unlock()
-			<-p.slots
+		if p.sup.IsClosed() {
+			p.sup.FreeSlot()
 			return nil, ErrSandboxClosed
 		}
-		for len(p.idle) > 0 {
-			wp := p.idle[len(p.idle)-1]
-			p.idle = p.idle[:len(p.idle)-1]
-			if wp.usable() {
-				p.mu.Unlock()
-				return wp, nil
-			}
+		if wp := p.takeIdle(); wp != nil {
+			return wp, nil
 		}
-		now := time.Now()
-		fails := p.recentFailures(now)
-		r := p.cfg.restart
-		if len(fails) > r.Max {
-			until := fails[len(fails)-r.Max-1].Add(r.Window)
-			p.mu.Unlock()
-			<-p.slots
-			return nil, &WorkerError{Func: fn, Err: fmt.Errorf("%w (%d failures within %v; next attempt possible at %s)",
-				ErrRestartLimit, len(fails), r.Window, until.Format(time.TimeOnly))}
+		wait, err := p.sup.Budget()
+		if err != nil {
+			p.sup.FreeSlot()
+			return nil, &WorkerError{Func: fn, Err: err}
 		}
-		var wait time.Duration
-		if n := len(fails); n > 0 {
-			d := float64(r.Backoff) * math.Pow(r.Factor, float64(n-1))
-			wait = time.Until(fails[n-1].Add(time.Duration(min(d, float64(r.MaxBackoff)))))
-		}
-		p.mu.Unlock()
 		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-ctx.Done():
-				t.Stop()
-				<-p.slots
-				return nil, fmt.Errorf("pysandboxes: call %s: waiting for a worker to restart: %w", fn, ctx.Err())
-			case <-p.closing:
-				t.Stop()
-				<-p.slots
-				return nil, ErrSandboxClosed
+			if err := p.sup.Backoff(ctx, wait); err != nil {
+				p.sup.FreeSlot()
+				if err == ErrSandboxClosed {
+					return nil, err
+				}
+				return nil, fmt.Errorf("pysandboxes: call %s: waiting for a worker to restart: %w", fn, err)
 			}
 			continue // an idle worker may have come back, or the budget changed
 		}
 		wp, err := p.start(ctx)
 		if err != nil {
-			<-p.slots
-			if errors.Is(err, ErrSandboxClosed) {
-				return nil, err
-			}
+			p.sup.FreeSlot()
 			var we *WorkerError
 			if errors.As(err, &we) {
 				we.Func = fn
@@ -502,130 +417,87 @@ func (p *workerPool) acquire(ctx context.Context, fn string) (*workerProc, error
 	}
 }
 
+// takeIdle returns an idle worker that is still usable (nil: none).
+func (p *workerPool) takeIdle() *workerProc {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for len(p.idle) > 0 {
+		wp := p.idle[len(p.idle)-1]
+		p.idle = p.idle[:len(p.idle)-1]
+		if wp.Usable() {
+			return wp
+		}
+	}
+	return nil
+}
+
 // release gives a worker back after a call (nil: the slot only).
 func (p *workerPool) release(wp *workerProc) {
 	p.mu.Lock()
 	switch {
 	case wp == nil:
-	case !wp.usable():
+	case !wp.Usable():
 		// Replaced at the next acquire.
-	case p.closed:
-		wp.stop()
+	case p.sup.IsClosed():
+		wp.Stop()
 	default:
 		p.idle = append(p.idle, wp)
 	}
 	p.mu.Unlock()
-	<-p.slots
-}
-
-// recentFailures returns the failures within the window (under p.mu).
-func (p *workerPool) recentFailures(now time.Time) []time.Time {
-	i := 0
-	for i < len(p.failures) && now.Sub(p.failures[i]) > p.cfg.restart.Window {
-		i++
-	}
-	p.failures = p.failures[i:]
-	return p.failures
-}
-
-func (p *workerPool) fail(wp *workerProc) {
-	if wp != nil && !wp.failed.CompareAndSwap(false, true) {
-		return
-	}
-	p.mu.Lock()
-	if !p.closed {
-		p.failures = append(p.failures, time.Now())
-	}
-	p.mu.Unlock()
+	p.sup.FreeSlot()
 }
 
 // start starts one worker and waits until it is ready (its init function run).
 func (p *workerPool) start(ctx context.Context) (*workerProc, error) {
-	cmd := &Cmd{sb: p.s, ctx: p.ctx, Path: "python", Args: []string{"python"}, Dir: p.cfg.dir}
 	run := &workerRun{p: p}
-	cmd.ext = run
-	cmd.Stdout, cmd.Stderr = p.out, p.errOut
-	if f, ok := p.cfg.procOut.(*os.File); ok {
-		cmd.Stdout = f
-	}
-	if f, ok := p.cfg.procErr.(*os.File); ok {
-		cmd.Stderr = f
-	}
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, ErrSandboxClosed
-	}
-	// Registered before it starts, so that Close waits for it.
-	p.procs.Add(1)
-	p.mu.Unlock()
-	if err := cmd.Start(); err != nil {
-		p.procs.Done()
-		p.fail(nil)
-		return nil, &WorkerError{Err: fmt.Errorf("starting the worker: %w", err)}
-	}
-	wp := &workerProc{p: p, cmd: cmd, run: run, conn: run.conn, exited: make(chan struct{}), pidfd: -1}
-	if fd, err := unix.PidfdOpen(cmd.Pid(), 0); err == nil {
-		wp.pidfd = fd
-	} else if errors.Is(err, unix.ESRCH) {
-		// The program ended already (ESRCH): the worker is never used.
-		wp.broken.Store(true)
-	}
-	p.mu.Lock()
-	p.all[wp] = true
-	closed := p.closed
-	p.mu.Unlock()
-	go func() {
-		defer p.procs.Done()
-		_ = cmd.Wait()
-		wp.closePidfd()
-		close(wp.exited)
-		p.mu.Lock()
-		delete(p.all, wp)
-		p.mu.Unlock()
-		if !wp.hostKill.Load() && !errors.Is(cmd.killReason(), ErrOutputLimit) {
-			p.fail(wp)
-		}
-	}()
-	if closed {
-		wp.kill(true, ErrSandboxClosed)
-		return nil, ErrSandboxClosed
-	}
-	sctx, cancel := context.WithTimeout(ctx, p.cfg.startTimeout)
-	defer cancel()
-	err := wp.conn.Ready(sctx)
+	cmd := p.s.pythonCmd(p.sup.Context(), run, p.out)
+	x, err := p.sup.Start(ctx, pypool.Spawn{
+		Process: poolCmd{cmd},
+		Channel: func() pypool.Channel { return run.conn },
+		Ready:   func(ctx context.Context) error { return run.conn.Ready(ctx) },
+		Counts:  func() bool { return !errors.Is(cmd.killReason(), ErrOutputLimit) },
+	})
 	if err == nil {
-		return wp, nil
+		return &workerProc{Proc: x, conn: run.conn}, nil
 	}
-	switch {
-	case ctx.Err() != nil:
-		// The caller gave up: not the worker's fault.
-		wp.kill(true, ctx.Err())
-		return nil, fmt.Errorf("pysandboxes: starting a worker: %w", ctx.Err())
-	case errors.Is(err, context.DeadlineExceeded):
-		p.fail(wp)
-		wp.kill(false, err)
-		return nil, &WorkerError{Err: fmt.Errorf("the worker was not ready after %v: it was killed", p.cfg.startTimeout)}
+	if e, ok := startFailure(err, "the worker", "pysandboxes: starting a worker", func(e error) error { return &WorkerError{Err: e} }); ok {
+		return nil, e
 	}
-	p.fail(wp)
-	wp.kill(false, err)
 	var ie *pylayer.InitError
 	if errors.As(err, &ie) {
-		re := remoteError(p.cfg.init, ie.Exception, wp.conn)
+		re := remoteError(p.cfg.init, ie.Exception, run.conn)
 		return nil, &WorkerError{Err: fmt.Errorf("the init function %s raised: %w", p.cfg.init, re)}
 	}
-	<-wp.exited
-	return nil, &WorkerError{Err: p.exitError(wp, err)}
+	<-x.Exited()
+	return nil, &WorkerError{Err: exitError(x, err)}
+}
+
+// startFailure describes a start error of the pool (what names the process;
+// canceled prefixes the error of a caller that gave up; wrap makes the
+// process error of the mode). ok is false for the process's own readiness
+// error, which the caller describes.
+func startFailure(err error, what, canceled string, wrap func(error) error) (_ error, ok bool) {
+	var (
+		se *pypool.SpawnError
+		ce *pypool.CanceledError
+		ne *pypool.NotReadyError
+	)
+	switch {
+	case err == ErrSandboxClosed:
+		return err, true
+	case errors.As(err, &se):
+		return wrap(fmt.Errorf("starting %s: %w", what, se.Err)), true
+	case errors.As(err, &ce):
+		return fmt.Errorf("%s: %w", canceled, ce.Err), true
+	case errors.As(err, &ne):
+		return wrap(fmt.Errorf("%s was not ready after %v: it was killed", what, ne.After)), true
+	}
+	return nil, false
 }
 
 // exitError describes a worker's end (with its exit status when it is known).
-func (p *workerPool) exitError(wp *workerProc, reason error) error {
-	select {
-	case <-wp.exited:
-	default:
-		return reason
-	}
-	if st, ok := wp.cmd.Status(); ok {
+func exitError(x *pypool.Proc, reason error) error {
+	if st, ok := x.Status(); ok {
 		switch {
 		case st.Signaled():
 			return fmt.Errorf("%w (signal: %v)", reason, st.Signal())
@@ -649,7 +521,7 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 		defer cancel()
 	}
 	var capt capture
-	w, captured := streams([2]io.Writer{o.Stdout, o.Stderr}, o.Capture != nil, p.callOut, &capt)
+	w, captured := streams([2]io.Writer{o.Stdout, o.Stderr}, o.Capture != nil, p.out.Work, &capt)
 	out := pylayer.CallOutput{Stdout: w[0], Stderr: w[1], Limit: p.s.cfg.limits.Output, LimitErr: ErrOutputLimit}
 	if captured && out.Limit <= 0 {
 		out.Limit = DefaultCallOutput
@@ -662,36 +534,31 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 	if err != nil {
 		switch {
 		case cctx.Err() != nil:
-			wp.kill(true, cctx.Err())
+			wp.Kill(true, cctx.Err())
 			if ctx.Err() == nil {
 				return nil, fmt.Errorf("pysandboxes: call %s timed out after %v: its worker was killed: %w", fn, timeout, context.DeadlineExceeded), false
 			}
 			return nil, fmt.Errorf("pysandboxes: call %s: its worker was killed: %w", fn, ctx.Err()), false
 		case errors.Is(err, ErrOutputLimit):
-			wp.kill(true, err)
+			wp.Kill(true, err)
 			how := "Limits.Output"
 			if captured && p.s.cfg.limits.Output <= 0 {
 				how = "DefaultCallOutput, for captured output (raise Limits.Output, or stream it with CallOptions.Stdout and Stderr or CallConfig.Stdout)"
 			}
 			return nil, fmt.Errorf("pysandboxes: call %s: output limit of %d bytes exceeded (%s): its worker was killed: %w", fn, out.Limit, how, ErrOutputLimit), false
 		case errors.Is(err, pylayer.ErrNotDelivered):
-			wp.kill(false, err)
+			wp.Kill(false, err)
 			return nil, &WorkerError{Func: fn, Err: err}, true
 		}
 		if !errors.Is(err, pylayer.ErrWorkerExited) {
-			wp.kill(false, err)
+			wp.Kill(false, err)
 		}
 		// Wait (briefly) for the process to be reaped, to report its status.
-		t := time.NewTimer(killGrace + time.Second)
-		select {
-		case <-wp.exited:
-		case <-t.C:
-		}
-		t.Stop()
-		if p.isClosed() && wp.hostKill.Load() {
+		wp.WaitExit()
+		if p.sup.IsClosed() && wp.HostKilled() {
 			return nil, fmt.Errorf("pysandboxes: call %s: %w: its worker was killed", fn, ErrSandboxClosed), false
 		}
-		return nil, &WorkerError{Func: fn, Err: p.exitError(wp, err)}, false
+		return nil, &WorkerError{Func: fn, Err: exitError(wp.Proc, err)}, false
 	}
 	if x := reply.Exception; x != nil {
 		switch x.Kind {
@@ -712,60 +579,23 @@ func (p *workerPool) run(ctx context.Context, wp *workerProc, fn string, payload
 	}
 	v, err, bad := p.s.decodeResult(fn, reply.Result, learning, p.cfg.maxResult+64)
 	if bad {
-		wp.kill(false, err)
-		p.fail(wp)
+		wp.Kill(false, err)
+		p.sup.Fail(wp.Proc)
 	}
 	return v, err, false
 }
 
-func (p *workerPool) isClosed() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.closed
-}
-
 // close stops the pool (see closeCalls) and learns.
 func (p *workerPool) close() (*policy.LearnResult, error) {
-	p.mu.Lock()
-	p.closed = true
-	close(p.closing)
-	idle := p.idle
-	p.idle = nil
-	p.mu.Unlock()
-	for _, wp := range idle {
-		wp.stop()
-	}
-	drained := make(chan struct{})
-	go func() {
-		p.inflight.Wait()
-		close(drained)
-	}()
-	t := time.NewTimer(p.cfg.grace)
-	select {
-	case <-drained:
-	case <-t.C:
+	p.sup.Close(func() {
 		p.mu.Lock()
-		busy := make([]*workerProc, 0, len(p.all))
-		for wp := range p.all {
-			busy = append(busy, wp)
-		}
+		idle := p.idle
+		p.idle = nil
 		p.mu.Unlock()
-		for _, wp := range busy {
-			wp.kill(true, ErrSandboxClosed)
+		for _, wp := range idle {
+			wp.Stop()
 		}
-		<-drained
-	}
-	t.Stop()
-	// Workers that were busy are stopped once released; stop any left.
-	p.mu.Lock()
-	for wp := range p.all {
-		if !wp.broken.Load() {
-			wp.stop()
-		}
-	}
-	p.mu.Unlock()
-	p.procs.Wait()
-	p.cancel()
+	})
 	return p.learn()
 }
 
@@ -811,24 +641,9 @@ func mergeObservations(all []policy.Observations) policy.Observations {
 	nets := map[policy.NetAccess]bool{}
 	dns := map[string]int{}
 	for _, o := range all {
-		for _, e := range o.Env {
-			if !env[e] {
-				env[e] = true
-				out.Env = append(out.Env, e)
-			}
-		}
-		for _, f := range o.Files {
-			if !files[f] {
-				files[f] = true
-				out.Files = append(out.Files, f)
-			}
-		}
-		for _, n := range o.Net {
-			if !nets[n] {
-				nets[n] = true
-				out.Net = append(out.Net, n)
-			}
-		}
+		out.Env = appendNew(out.Env, env, o.Env)
+		out.Files = appendNew(out.Files, files, o.Files)
+		out.Net = appendNew(out.Net, nets, o.Net)
 		for _, d := range o.DNS {
 			i, ok := dns[d.Name]
 			if !ok {
@@ -842,47 +657,88 @@ func mergeObservations(all []policy.Observations) policy.Observations {
 				}
 			}
 		}
-		for _, m := range o.Imports {
-			if !imps[m] {
-				imps[m] = true
-				out.Imports = append(out.Imports, m)
-			}
-		}
-		for _, a := range o.API {
-			if !api[a] {
-				api[a] = true
-				out.API = append(out.API, a)
-			}
-		}
-		for _, l := range o.Eval {
-			if !eval[l] {
-				eval[l] = true
-				out.Eval = append(out.Eval, l)
-			}
+		out.Imports = appendNew(out.Imports, imps, o.Imports)
+		out.API = appendNew(out.API, api, o.API)
+		out.Eval = appendNew(out.Eval, eval, o.Eval)
+	}
+	return out
+}
+
+// appendNew appends to out the elements of in not seen yet.
+func appendNew[T comparable](out []T, seen map[T]bool, in []T) []T {
+	for _, v := range in {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
 		}
 	}
 	return out
 }
 
+// pyProcess is what the Python sides of a worker's and a zygote's Cmd share:
+// the interpreter, the guard, and the channel's session, passed to the child
+// as an extra descriptor.
+type pyProcess struct {
+	session *pylayer.Session
+	// finished receives the session's end (nil: nothing to collect).
+	finished func(*pylayer.Result)
+}
+
+// interpreter sets c to run the sandbox's interpreter, and says whether the
+// Python layer guards it.
+func (r *pyProcess) interpreter(c *Cmd) (in *pylayer.Interpreter, guard bool, err error) {
+	s := c.sb
+	in, err = s.Interpreter(c.ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	c.Path = in.Path
+	guard = !s.cfg.python.layerOff && s.provider.Name() != "none"
+	if on, _ := s.policy.PySandbox(); !on {
+		guard = false
+	}
+	return in, guard, nil
+}
+
+// attach passes the session's channel to the child and sets its command.
+func (r *pyProcess) attach(c *Cmd, in *pylayer.Interpreter, session *pylayer.Session) {
+	r.session = session
+	fd := 3 + len(c.ExtraFiles)
+	c.ExtraFiles = append(c.ExtraFiles, session.ChildFile())
+	c.Args = pylayer.Command(in, nil, fd)
+}
+
+func (r *pyProcess) started(c *Cmd) {
+	r.session.Started(func(err error) { c.terminate(err) })
+}
+
+func (r *pyProcess) abort() { r.session.Abort() }
+
+func (r *pyProcess) finish(c *Cmd) error {
+	res := r.session.Finish(2 * time.Second)
+	if res.DroppedDenials > 0 {
+		c.sb.cfg.logger.Warn("Python layer: more refusals than kept", "dropped", res.DroppedDenials)
+	}
+	if r.finished != nil {
+		r.finished(res)
+	}
+	return nil
+}
+
 // workerRun is the Python side of a worker's Cmd (its cmdExt).
 type workerRun struct {
+	pyProcess
 	p    *workerPool
 	conn *pylayer.Worker
-	dir  string
 }
 
 func (r *workerRun) prepare(c *Cmd) error {
 	s := c.sb
-	in, err := s.Interpreter(c.ctx)
+	in, guard, err := r.interpreter(c)
 	if err != nil {
 		return err
 	}
-	c.Path = in.Path
 	pp := s.policy
-	guard := !s.cfg.python.layerOff && s.provider.Name() != "none"
-	if on, _ := pp.PySandbox(); !on {
-		guard = false
-	}
 	mode := pylayer.ModeEnforce
 	learning := s.cfg.python.learn != ""
 	if learning {
@@ -892,19 +748,23 @@ func (r *workerRun) prepare(c *Cmd) error {
 		Policy: pp, Interp: in, Mode: mode, Provider: s.provider.Name(), RulesFile: pp.Path, LearnFile: s.cfg.python.learn,
 	}, pylayer.WorkerOptions{
 		Init: s.cfg.call.init, Guard: guard, MaxResult: s.cfg.call.maxResult, Path: s.cfg.call.path,
-		Stdout: r.p.out, Stderr: r.p.errOut,
+		Stdout: r.p.out.Out, Stderr: r.p.out.Err,
 	})
 	if err != nil {
 		return err
 	}
 	r.conn = conn
-	fd := 3 + len(c.ExtraFiles)
-	c.ExtraFiles = append(c.ExtraFiles, conn.Session().ChildFile())
-	c.Args = pylayer.Command(in, nil, fd)
+	r.attach(c, in, conn.Session())
 	if learning {
 		c.env = learningEnv(s)
+		r.finished = func(res *pylayer.Result) {
+			if res.Armed {
+				r.p.mu.Lock()
+				r.p.obs = append(r.p.obs, res.Observations)
+				r.p.mu.Unlock()
+			}
+		}
 	}
-	r.dir = c.Dir
 	r.p.mu.Lock()
 	r.p.interp = in
 	if r.p.learnDir == "" {
@@ -917,56 +777,10 @@ func (r *workerRun) prepare(c *Cmd) error {
 	return nil
 }
 
-func (r *workerRun) started(c *Cmd) {
-	r.conn.Session().Started(func(err error) { c.terminate(err) })
-}
-
-func (r *workerRun) abort() { r.conn.Session().Abort() }
-
-func (r *workerRun) finish(c *Cmd) error {
-	res := r.conn.Session().Finish(2 * time.Second)
-	if res.DroppedDenials > 0 {
-		c.sb.cfg.logger.Warn("Python layer: more refusals than kept", "dropped", res.DroppedDenials)
-	}
-	if c.sb.cfg.python.learn != "" && res.Armed {
-		r.p.mu.Lock()
-		r.p.obs = append(r.p.obs, res.Observations)
-		r.p.mu.Unlock()
-	}
-	return nil
-}
-
 // killReason is why the sandbox ended the program (nil when it ended on its
 // own).
 func (c *Cmd) killReason() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.reason
-}
-
-// defaultStreams returns the calls' default writers (CallConfig.Stdout), under
-// the lock of the processes' own output (they may be one writer); nil for a
-// stream that is captured.
-func defaultStreams(mu *sync.Mutex, cfg *callConfig) [2]io.Writer {
-	var out [2]io.Writer
-	if cfg.stdout != nil {
-		out[0] = &lockedWriter{mu: mu, w: cfg.stdout}
-	}
-	if cfg.stderr != nil {
-		out[1] = &lockedWriter{mu: mu, w: cfg.stderr}
-	}
-	return out
-}
-
-// lockedWriter serializes the writes of the worker processes' output and of
-// the calls' default output, which may be one writer.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  io.Writer
-}
-
-func (l *lockedWriter) Write(b []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(b)
 }
