@@ -293,15 +293,10 @@ func capabilities(ok, envOK, netOK, listenOK bool) driver.Capability {
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	return prepare.Result(p.compile(ctx, pol, accepted))
-}
-
-// compile translates the policy, or fails with the probe's error.
-func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (*compiled, error) {
 	if err := p.host().err; err != nil {
 		return nil, err
 	}
-	return compile(ctx, pol, accepted, p.host(), &p.interps)
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: firejail, started by the supervisor (resource
@@ -312,7 +307,7 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 	if h.err != nil {
 		return nil, h.err
 	}
-	c, logger, err := prepare.Request(ctx, Name, req, p.compile)
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
 	if err != nil {
 		return nil, err
 	}

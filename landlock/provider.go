@@ -205,22 +205,17 @@ func capabilities(abi int, seccompOK bool, id identityMode) driver.Capability {
 // It fails, naming the rule, when the policy needs something Landlock (and seccomp)
 // cannot enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	return prepare.Result(p.compile(ctx, pol, accepted))
-}
-
-// compile translates the policy, or fails with the probe's error.
-func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (*compiled, error) {
 	if err := p.host().abiErr; err != nil {
 		return nil, err
 	}
-	return compile(ctx, pol, accepted, p.host(), &p.interps)
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: the supervisor applies no-new-privs, the Landlock
 // ruleset (the sandbox's grants plus what this program needs to run) and the
 // seccomp filter to the thread that starts the program.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, logger, err := prepare.Request(ctx, Name, req, p.compile)
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
 	if err != nil {
 		return nil, err
 	}

@@ -89,22 +89,17 @@ func capabilities(h hostState) driver.Capability {
 // It fails, naming the rule, when the policy needs something the provider cannot
 // enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	return prepare.Result(p.compile(ctx, pol, accepted))
-}
-
-// compile translates the policy, or fails with the probe's error.
-func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (*compiled, error) {
 	if err := p.host().err; err != nil {
 		return nil, err
 	}
-	return compile(ctx, pol, accepted, p.host(), &p.interps)
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: the supervisor starts in new namespaces, builds the
 // sandbox's root and starts the program in it with no capability, no_new_privs
 // and the seccomp filter.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, logger, err := prepare.Request(ctx, Name, req, p.compile)
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
 	if err != nil {
 		return nil, err
 	}

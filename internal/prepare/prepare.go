@@ -7,6 +7,7 @@ package prepare
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 
@@ -22,11 +23,6 @@ type Compiled interface {
 	Warnings() ([]string, *sync.Once)
 }
 
-// CompileFunc compiles a policy for a provider, accepting the capabilities of
-// accepted as not enforced. It fails with the provider's probe error when the
-// provider does not work here.
-type CompileFunc[C Compiled] func(ctx context.Context, pol driver.Policy, accepted driver.Capability) (C, error)
-
 // Result is the return of a provider's Compile (driver.Compiler): nil and the
 // error when compiling failed (never a typed nil in the interface), else the
 // compilation.
@@ -37,18 +33,21 @@ func Result[C Compiled](c C, err error) (any, error) {
 	return c, nil
 }
 
-// Request returns what Prepare needs of a request: its compilation (compiled
-// now by compile, accepting nothing, when the request carries none of this
-// provider's: a caller of the Provider interface alone) and its logger
+// Request returns what Prepare needs of a request: its compilation (made now
+// by the provider's Compile, accepting nothing, when the request carries none
+// of this provider's: a caller of the Provider interface alone) and its logger
 // (slog.Default when the request has none). The compilation's warnings are
 // logged at the first call for it, as "os-sandbox <name>: <warning>".
-func Request[C Compiled](ctx context.Context, name string, req *driver.Request, compile CompileFunc[C]) (C, *slog.Logger, error) {
+func Request[C Compiled](ctx context.Context, name string, req *driver.Request, p driver.Compiler) (C, *slog.Logger, error) {
 	var zero C
 	c, _ := req.Compiled.(C)
 	if c == zero {
-		var err error
-		if c, err = compile(ctx, req.Policy, 0); err != nil {
+		v, err := p.Compile(ctx, req.Policy, 0)
+		if err != nil {
 			return zero, nil, err
+		}
+		if c, _ = v.(C); c == zero {
+			return zero, nil, fmt.Errorf("os-sandbox %s: Compile returned %T, not %T", name, v, zero)
 		}
 	}
 	logger := req.Logger

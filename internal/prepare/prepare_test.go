@@ -42,13 +42,13 @@ func TestRequest(t *testing.T) {
 	var buf bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&buf, nil))
 	compiles := 0
-	compile := func(_ context.Context, _ driver.Policy, accepted driver.Capability) (*comp, error) {
+	compile := compilerFunc(func(_ context.Context, _ driver.Policy, accepted driver.Capability) (any, error) {
 		compiles++
 		return &comp{accepted: accepted}, nil
-	}
+	})
 	mine := &comp{accepted: driver.CapEnv, warnings: []string{"mine"}}
 	for i := 0; i < 2; i++ {
-		c, l, err := Request(context.Background(), "prov", &driver.Request{Compiled: mine, Logger: logger}, compile)
+		c, l, err := Request[*comp](context.Background(), "prov", &driver.Request{Compiled: mine, Logger: logger}, compile)
 		if err != nil || c != mine || l != logger {
 			t.Fatalf("Request with a compilation: %v, %v, %v", c, l, err)
 		}
@@ -57,7 +57,7 @@ func TestRequest(t *testing.T) {
 		t.Fatalf("compiles %d, log %q", compiles, buf.String())
 	}
 	for _, foreign := range []any{nil, "another provider's", (*comp)(nil)} {
-		c, l, err := Request(context.Background(), "prov", &driver.Request{Compiled: foreign}, compile)
+		c, l, err := Request[*comp](context.Background(), "prov", &driver.Request{Compiled: foreign}, compile)
 		if err != nil || c == nil || c.accepted != 0 || l != slog.Default() {
 			t.Fatalf("Request with %#v: %v, %v, %v", foreign, c, l, err)
 		}
@@ -65,8 +65,19 @@ func TestRequest(t *testing.T) {
 	if compiles != 3 {
 		t.Fatalf("compiled %d times, want 3", compiles)
 	}
-	fail := func(context.Context, driver.Policy, driver.Capability) (*comp, error) { return nil, errProbe }
-	if c, _, err := Request(context.Background(), "prov", &driver.Request{}, fail); c != nil || !errors.Is(err, errProbe) {
+	fail := compilerFunc(func(context.Context, driver.Policy, driver.Capability) (any, error) { return nil, errProbe })
+	if c, _, err := Request[*comp](context.Background(), "prov", &driver.Request{}, fail); c != nil || !errors.Is(err, errProbe) {
 		t.Fatalf("Request, failing compile: %v, %v", c, err)
 	}
+	wrong := compilerFunc(func(context.Context, driver.Policy, driver.Capability) (any, error) { return "not a *comp", nil })
+	if c, _, err := Request[*comp](context.Background(), "prov", &driver.Request{}, wrong); c != nil || err == nil || !strings.Contains(err.Error(), "os-sandbox prov: Compile returned string") {
+		t.Fatalf("Request, Compile of another type: %v, %v", c, err)
+	}
+}
+
+// compilerFunc is a driver.Compiler.
+type compilerFunc func(ctx context.Context, p driver.Policy, accepted driver.Capability) (any, error)
+
+func (f compilerFunc) Compile(ctx context.Context, p driver.Policy, accepted driver.Capability) (any, error) {
+	return f(ctx, p, accepted)
 }
