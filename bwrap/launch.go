@@ -227,7 +227,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	status := l.Status
 	l.Status = func() (syscall.WaitStatus, error) {
 		ws, err := status()
-		return signalStatus(ws), err
+		return launch.SignalStatus(ws), err
 	}
 	cleanup := l.Cleanup
 	l.Cleanup = func() error {
@@ -623,16 +623,4 @@ func (s *session) close() error {
 		return err
 	}
 	return nil
-}
-
-// signalStatus turns the exit status 128+N by which bwrap reports a program
-// killed by signal N back into that death (a program that exits with such a
-// status itself is reported as killed too).
-func signalStatus(ws syscall.WaitStatus) syscall.WaitStatus {
-	if ws.Exited() {
-		if c := ws.ExitStatus(); c > 128 && c < 128+32 {
-			return syscall.WaitStatus(c - 128)
-		}
-	}
-	return ws
 }

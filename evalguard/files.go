@@ -1,12 +1,19 @@
 package evalguard
 
 import (
-	"embed"
+	_ "embed"
 	"io/fs"
+	"testing/fstest"
+
+	"github.com/pysandboxes/pysandboxes/internal/pyjson"
 )
 
 //go:embed py/pysandboxes_evalguard.py
-var pyFiles embed.FS
+var pyModule string
+
+// source is the module as it ships: its file with the JSON encoder the Python
+// layer shares (package internal/pyjson) appended.
+var source = pyjson.Append(pyModule)
 
 // Module is the name of the embedded Python module (its file is Module + ".py" in
 // Files). It must be loaded under this name: the exceptions it raises are
@@ -14,20 +21,11 @@ var pyFiles embed.FS
 const Module = "pysandboxes_evalguard"
 
 // Files returns the embedded Python side of the guard: the single file
-// pysandboxes_evalguard.py, standard library only, Python 3.11 or later.
+// pysandboxes_evalguard.py (the text of Source), standard library only, Python
+// 3.11 or later.
 func Files() fs.FS {
-	sub, err := fs.Sub(pyFiles, "py")
-	if err != nil {
-		panic(err) // the embedded directory exists
-	}
-	return sub
+	return fstest.MapFS{Module + ".py": &fstest.MapFile{Data: []byte(source), Mode: 0o444}}
 }
 
 // Source returns the text of the embedded module.
-func Source() string {
-	b, err := pyFiles.ReadFile("py/" + Module + ".py")
-	if err != nil {
-		panic(err) // embedded
-	}
-	return string(b)
-}
+func Source() string { return source }

@@ -142,3 +142,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 
 // ruleRef renders a rule for messages: "file(line): text".
 func ruleRef(r policy.Rule) string { return hostview.RuleRef(r) }
+
+// Warnings returns the compilation's warnings and the Once that logs them once
+// per sandbox (prepare.Compiled).
+func (c *compiled) Warnings() ([]string, *sync.Once) { return c.warnings, &c.warnOnce }

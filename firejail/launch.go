@@ -272,7 +272,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	status := l.Status
 	l.Status = func() (syscall.WaitStatus, error) {
 		ws, err := status()
-		return signalStatus(ws), err
+		return launch.SignalStatus(ws), err
 	}
 	var once sync.Once
 	release := func() { once.Do(closeFiles) }
@@ -592,16 +592,4 @@ func programPid(firejail int) int {
 		pid, _ = strconv.Atoi(f[0])
 	}
 	return pid
-}
-
-// signalStatus turns the exit status 128+N by which firejail reports a program
-// killed by signal N back into that death (a program that exits with such a
-// status itself is reported as killed too).
-func signalStatus(ws syscall.WaitStatus) syscall.WaitStatus {
-	if ws.Exited() {
-		if c := ws.ExitStatus(); c > 128 && c < 128+32 {
-			return syscall.WaitStatus(c - 128)
-		}
-	}
-	return ws
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
@@ -20,6 +19,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
@@ -293,11 +293,10 @@ func capabilities(ok, envOK, netOK, listenOK bool) driver.Capability {
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	h := p.host()
-	if h.err != nil {
-		return nil, h.err
+	if err := p.host().err; err != nil {
+		return nil, err
 	}
-	return compile(ctx, pol, accepted, h, &p.interps)
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: firejail, started by the supervisor (resource
@@ -308,22 +307,10 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 	if h.err != nil {
 		return nil, h.err
 	}
-	c, _ := req.Compiled.(*compiled)
-	if c == nil {
-		var err error
-		if c, err = compile(ctx, req.Policy, 0, h, &p.interps); err != nil {
-			return nil, err
-		}
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
+	if err != nil {
+		return nil, err
 	}
-	logger := req.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	c.warnOnce.Do(func() {
-		for _, w := range c.warnings {
-			logger.Warn("os-sandbox firejail: "+w, "provider", Name)
-		}
-	})
 	return c.prepare(ctx, req, h, &p.envs, logger)
 }
 

@@ -84,11 +84,11 @@ func TestOldABIErrorsNameTheABI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = compile(context.Background(), pol, 0, hostState{abi: 3, seccompErr: seccomp.Available()})
+	_, err = compile(context.Background(), pol, 0, hostState{abi: 3, seccompErr: seccomp.Available()}, nil)
 	if err == nil || !strings.Contains(err.Error(), "ABI 4") || !strings.Contains(err.Error(), "ABI 3") {
 		t.Fatalf("want an error naming ABI 4, got %v", err)
 	}
-	if _, err := compile(context.Background(), pol, driver.CapTCPPorts, hostState{abi: 3, seccompErr: seccomp.Available()}); err != nil {
+	if _, err := compile(context.Background(), pol, driver.CapTCPPorts, hostState{abi: 3, seccompErr: seccomp.Available()}, nil); err != nil {
 		t.Fatalf("accepted: %v", err)
 	}
 }

@@ -65,7 +65,8 @@ type compiled struct {
 }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState) (*compiled, error) {
+// interps caches the Python interpreters' directories (nil: no cache).
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -76,7 +77,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		id:       h.id,
 		exposes:  pol.Exposes(),
 		ignores:  pol.Ignores(),
-		resolver: &needs.Resolver{Env: pol.Environ()},
+		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps},
 	}
 	var errs []error
 
@@ -379,3 +380,7 @@ func canonical(p string) (string, bool) {
 	}
 	return filepath.Clean(real), true
 }
+
+// Warnings returns the compilation's warnings and the Once that logs them once
+// per sandbox (prepare.Compiled).
+func (c *compiled) Warnings() ([]string, *sync.Once) { return c.warnings, &c.warnOnce }

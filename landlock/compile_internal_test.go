@@ -36,7 +36,7 @@ func TestImplicitGrantMeetsIgnoredPath(t *testing.T) {
 	os.WriteFile(filepath.Join(proj, "tool"), []byte("x"), 0o755)
 	pol := mustPolicy(t, "expose-ro="+proj, "ignore=.env")
 	h := hostState{abi: 7, seccompErr: errNoSeccomp}
-	c, err := compile(context.Background(), pol, driver.CapTCPPorts|driver.CapUDPDeny|driver.CapRawSockets|driver.CapUnixSockets, h)
+	c, err := compile(context.Background(), pol, driver.CapTCPPorts|driver.CapUDPDeny|driver.CapRawSockets|driver.CapUnixSockets, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

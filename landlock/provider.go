@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -15,6 +14,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -205,45 +205,20 @@ func capabilities(abi int, seccompOK bool, id identityMode) driver.Capability {
 // It fails, naming the rule, when the policy needs something Landlock (and seccomp)
 // cannot enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	h := p.host()
-	if h.abiErr != nil {
-		return nil, h.abiErr
-	}
-	c, err := compile(ctx, pol, accepted, h)
-	if err != nil {
+	if err := p.host().abiErr; err != nil {
 		return nil, err
 	}
-	c.resolver.Interpreters = &p.interps
-	return c, nil
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: the supervisor applies no-new-privs, the Landlock
 // ruleset (the sandbox's grants plus what this program needs to run) and the
 // seccomp filter to the thread that starts the program.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, _ := req.Compiled.(*compiled)
-	if c == nil {
-		// Not made by New (a caller of the Provider interface alone): compile now,
-		// accepting nothing.
-		h := p.host()
-		if h.abiErr != nil {
-			return nil, h.abiErr
-		}
-		var err error
-		if c, err = compile(ctx, req.Policy, 0, h); err != nil {
-			return nil, err
-		}
-		c.resolver.Interpreters = &p.interps
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
+	if err != nil {
+		return nil, err
 	}
-	logger := req.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	c.warnOnce.Do(func() {
-		for _, w := range c.warnings {
-			logger.Warn("os-sandbox landlock: "+w, "provider", Name)
-		}
-	})
 	cfg, err := c.rulesetFor(ctx, req.Path, logger)
 	if err != nil {
 		return nil, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/evalguard"
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/pyjson"
 )
 
 //go:embed py/*.py
@@ -66,6 +67,8 @@ func moduleSources() (map[string]string, string) {
 		out[name] = string(b)
 		names = append(names, name)
 	}
+	// The JSON encoder the eval guard shares ends the wire module.
+	out["wire"] = pyjson.Append(out["wire"])
 	// The eval guard travels with the layer, as a nested marshal blob (or its
 	// source): boot decodes it only when the policy declares eval profiles.
 	out["evalguard"] = evalguard.Source()

@@ -104,7 +104,8 @@ const maxPlans = 64
 func ruleRef(r policy.Rule) string { return r.Ref.String() + ": " + r.Raw }
 
 // compile translates a policy for a host.
-func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState) (*compiled, error) {
+// interps caches the Python interpreters' directories (nil: no cache).
+func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
 	if pol == nil {
 		return nil, errors.New("nil policy")
 	}
@@ -116,7 +117,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		tmpSize:  defaultTmpSize,
 		shmSize:  defaultShmSize,
 		ignores:  pol.Ignores(),
-		resolver: &needs.Resolver{Env: pol.Environ()},
+		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps},
 	}
 	var errs []error
 
@@ -470,3 +471,7 @@ func exposedUnder(exposes []policy.Expose, dir string) bool {
 	}
 	return false
 }
+
+// Warnings returns the compilation's warnings and the Once that logs them once
+// per sandbox (prepare.Compiled).
+func (c *compiled) Warnings() ([]string, *sync.Once) { return c.warnings, &c.warnOnce }

@@ -3,7 +3,6 @@ package unshare
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
@@ -89,45 +89,20 @@ func capabilities(h hostState) driver.Capability {
 // It fails, naming the rule, when the policy needs something the provider cannot
 // enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	c, err := compile(ctx, pol, accepted, h)
-	if err != nil {
+	if err := p.host().err; err != nil {
 		return nil, err
 	}
-	c.resolver.Interpreters = &p.interps
-	return c, nil
+	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
 }
 
 // Prepare makes the launch: the supervisor starts in new namespaces, builds the
 // sandbox's root and starts the program in it with no capability, no_new_privs
 // and the seccomp filter.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, _ := req.Compiled.(*compiled)
-	if c == nil {
-		// Not made by New (a caller of the Provider interface alone): compile now,
-		// accepting nothing.
-		h := p.host()
-		if h.err != nil {
-			return nil, h.err
-		}
-		var err error
-		if c, err = compile(ctx, req.Policy, 0, h); err != nil {
-			return nil, err
-		}
-		c.resolver.Interpreters = &p.interps
+	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
+	if err != nil {
+		return nil, err
 	}
-	logger := req.Logger
-	if logger == nil {
-		logger = slog.Default()
-	}
-	c.warnOnce.Do(func() {
-		for _, w := range c.warnings {
-			logger.Warn("os-sandbox unshare: "+w, "provider", Name)
-		}
-	})
 	ops, err := c.rootOps(ctx, req.Path, logger)
 	if err != nil {
 		return nil, err

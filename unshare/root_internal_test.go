@@ -28,7 +28,7 @@ func testCompile(t testing.TB, lines ...string) *compiled {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := compile(context.Background(), pol, 0, hostState{seccompErr: seccomp.Available()})
+	c, err := compile(context.Background(), pol, 0, hostState{seccompErr: seccomp.Available()}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3662,67 +3662,9 @@ def _bound(ns, before):
 
 # ---------------------------------------------------------------- plain data out
 
-_JS = {i: '\\u%04x' % i for i in range(32)}
-_JS[ord('"')] = '\\"'
-_JS[ord('\\')] = '\\\\'
-
-
-def to_json(o):
-    """A small JSON encoder (str, int, float, bool, None, list, tuple, dict) that
-    spares the json module's import; lone surrogates are escaped."""
-    out = []
-    stack = [o]
-    while stack:
-        o = stack.pop()
-        t = _type(o)
-        if t is _Punct:
-            out.append(o.s)
-        elif t is str:
-            s = o.translate(_JS)
-            if not s.isascii():
-                try:
-                    s.encode('utf-8')
-                except UnicodeEncodeError:
-                    s = ''.join('\\u%04x' % ord(c) if '\ud800' <= c <= '\udfff' else c for c in s)
-            out.append('"' + s + '"')
-        elif o is None:
-            out.append('null')
-        elif t is bool:
-            out.append('true' if o else 'false')
-        elif t is int:
-            out.append(repr(o))
-        elif t is float:
-            out.append(repr(o) if o == o and o not in (float('inf'), float('-inf')) else 'null')
-        elif t is list or t is tuple:
-            out.append('[')
-            stack.append(_Punct(']'))
-            items = []
-            for i, x in enumerate(o):
-                if i:
-                    items.append(_Punct(','))
-                items.append(x)
-            stack.extend(reversed(items))
-        elif t is dict:
-            out.append('{')
-            stack.append(_Punct('}'))
-            items = []
-            for i, (k, v) in enumerate(o.items()):
-                if i:
-                    items.append(_Punct(','))
-                items.append(str(k))
-                items.append(_Punct(':'))
-                items.append(v)
-            stack.extend(reversed(items))
-        else:
-            out.append('"' + repr(o).translate(_JS) + '"')
-    return ''.join(out)
-
-
-class _Punct:
-    __slots__ = ('s',)
-
-    def __init__(self, s):
-        self.s = s
+# to_json(o), the JSON text of plain data, follows the module's end: the
+# embedding (evalguard.Source) appends the encoder the Python layer shares
+# (package internal/pyjson).
 
 
 class _ProbeList(list):

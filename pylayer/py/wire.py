@@ -3,7 +3,9 @@
 # 1-byte kind, payload), the JSON text of what they report, and the descriptor
 # of an exception. boot.py runs this module in the namespace of either, just
 # before it: these functions read that namespace's globals (posix, MAX_TEXT,
-# MAX_HOST_FRAME) and are among its code objects (the layer's own frames).
+# MAX_HOST_FRAME) and are among its code objects (the layer's own frames). The
+# JSON encoder (_json, to_json) follows the module's end: the embedding appends
+# the one the eval guard shares (package internal/pyjson).
 
 
 def _send_frame(st, kind, payload):
@@ -50,65 +52,6 @@ def _read_frame(read, fd):
     if p is None:
         return None
     return h[4], p
-
-
-def _json(o):
-    """JSON text of plain data (str, int, float, bool, None, list, tuple, dict;
-    anything else as the string of its repr), without the json module's import;
-    iterative."""
-    out = []
-    stack = [o]
-    table = _JSON_TABLE
-    while stack:
-        o = stack.pop()
-        t = type(o)
-        if t is _Raw:
-            out.append(o.s)
-        elif t is str:
-            out.append('"' + o.translate(table) + '"')
-        elif o is None:
-            out.append('null')
-        elif t is bool:
-            out.append('true' if o else 'false')
-        elif t is int:
-            out.append(repr(o))
-        elif t is float:
-            out.append(repr(o) if o == o and o not in (float('inf'), float('-inf')) else 'null')
-        elif t is list or t is tuple:
-            out.append('[')
-            stack.append(_Raw(']'))
-            items = []
-            for i, x in enumerate(o):
-                if i:
-                    items.append(_Raw(','))
-                items.append(x)
-            stack.extend(reversed(items))
-        elif t is dict:
-            out.append('{')
-            stack.append(_Raw('}'))
-            items = []
-            for i, (k, v) in enumerate(o.items()):
-                if i:
-                    items.append(_Raw(','))
-                items.append(str(k))
-                items.append(_Raw(':'))
-                items.append(v)
-            stack.extend(reversed(items))
-        else:
-            out.append('"' + repr(o).translate(table) + '"')
-    return ''.join(out)
-
-
-class _Raw:
-    __slots__ = ('s',)
-
-    def __init__(self, s):
-        self.s = s
-
-
-_JSON_TABLE = {i: '\\u%04x' % i for i in range(32)}
-_JSON_TABLE[ord('"')] = '\\"'
-_JSON_TABLE[ord('\\')] = '\\\\'
 
 
 def _cut(s, n, tail=False):
