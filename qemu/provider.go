@@ -126,7 +126,8 @@ func (p *Provider) Details() []string {
 	}
 	return []string{
 		"QEMU: " + h.qemu,
-		fmt.Sprintf("guest kernel: %s (%s), uncompressed to %s; initramfs %s", h.kernel.Image, h.kernel.Version, h.vmlinux, h.initrd),
+		fmt.Sprintf("guest kernel: %s (%s)", h.kernel.Image, h.kernel.Version),
+		fmt.Sprintf("cache: %s (the kernel uncompressed: %s; initramfs: %s)", filepath.Dir(h.vmlinux), filepath.Base(h.vmlinux), filepath.Base(h.initrd)),
 		"accelerator: " + h.accel + " (" + h.accelWhy + ")",
 		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",

@@ -111,7 +111,7 @@ t pysandboxes completion z
 		"--expose-ro=|--expose-rw=|",
 		"data|",
 		"subprocess|",
-		"auto|landlock|unshare|bwrap|firejail|subprocess|none|qemu|",
+		"auto|landlock|unshare|bwrap|firejail|qemu|subprocess|none|",
 		"--no-config|",
 		"files-read,hide|",
 		"rules.txt|",
