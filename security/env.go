@@ -225,6 +225,11 @@ type plan struct {
 	warmVM bool
 }
 
+// vmStartAllowance is added to the timeout of a run that starts a VM (qemu)
+// and whose timeout is not the attack itself (those start the VM first:
+// warmVM).
+const vmStartAllowance = 60 * time.Second
+
 // keepWarm starts a program in sb that keeps its VM running until stop: the
 // interpreter interp (Python or a shell) reading its standard input.
 func keepWarm(ctx context.Context, sb *pysandboxes.Sandbox, interp string) (stop func(), err error) {
@@ -361,12 +366,18 @@ func (e *env) run(sb *pysandboxes.Sandbox, pl *plan) (*runResult, error) {
 	if timeout == 0 {
 		timeout = 20 * time.Second
 	}
-	if pl.warmVM && e.provider.Name() == "qemu" {
+	switch {
+	case e.provider.Name() != "qemu":
+	case pl.warmVM:
 		stop, err := keepWarm(e.ctx, sb, pl.argv[0])
 		if err != nil {
 			return nil, fmt.Errorf("%w: keeping the VM warm: %w", errStart, err)
 		}
 		defer stop()
+	default:
+		// The VM's start (from its saved state, seconds under TCG, far more
+		// on a loaded machine) counts against the run's timeout.
+		timeout += vmStartAllowance
 	}
 	ctx, cancel := context.WithTimeout(e.ctx, timeout)
 	defer cancel()
