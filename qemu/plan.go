@@ -218,6 +218,11 @@ func ignoredPaths(ctx context.Context, exposes []policy.Expose, ignores []policy
 				return ctx.Err()
 			}
 			if _, ok := policy.IgnoredEntry(path, ignores); ok && path != e.Path {
+				if d.Type()&fs.ModeSymlink != 0 {
+					// A mount follows the link: the link itself (its target's
+					// name) cannot be masked. Fail closed.
+					return fmt.Errorf("%s is a symbolic link, which the guest cannot mask", path)
+				}
 				out = append(out, path)
 				if len(out) > maxMasks {
 					return fmt.Errorf("more than %d ignored paths in %s", maxMasks, e.Path)

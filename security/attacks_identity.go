@@ -47,7 +47,7 @@ var hostUID = &Attack{
 		rw := e.dir("rw")
 		ready, gone := filepath.Join(rw, "ready"), filepath.Join(rw, "go")
 		token := "pysb-host-uid-" + e.mark
-		var seen []string
+		var seen, vms []string
 		var root bool
 		return &plan{
 			rules: []string{"expose-rw=" + rw},
@@ -58,6 +58,11 @@ print("program", "OK", sys.argv[3])
 			check: func(r *runResult) (outcome, string) {
 				if r.err != nil {
 					return outUnclear, fmt.Sprintf("the program failed: %v: %s", r.err, excerpt(r.out, 300))
+				}
+				if len(seen) == 0 && len(vms) > 0 {
+					// A VM: the program is a process of the guest's kernel, whose
+					// uids are the guest's; no process of the host runs it.
+					return outBlocked, "no process of the host runs the program (it runs in the guest's kernel); the VM: " + strings.Join(vms, "; ")
 				}
 				if len(seen) == 0 {
 					return outUnclear, "the host found no process of the program"
@@ -73,6 +78,7 @@ print("program", "OK", sys.argv[3])
 					return
 				}
 				python := e.python()
+				vms = vmProcesses(e.root)
 				for _, pid := range marked(e.mark) {
 					cmdline, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
 					exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
@@ -92,6 +98,36 @@ print("program", "OK", sys.argv[3])
 			},
 		}
 	},
+}
+
+// vmProcesses describes the host's QEMU processes whose command line names
+// path (the VMs sharing it), with their uids.
+func vmProcesses(path string) []string {
+	ents, _ := os.ReadDir("/proc")
+	var out []string
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil || !isQEMU(pid) {
+			continue
+		}
+		cmdline, _ := os.ReadFile("/proc/" + ent.Name() + "/cmdline")
+		if !bytes.Contains(cmdline, []byte(path)) {
+			continue
+		}
+		status, _ := os.ReadFile("/proc/" + ent.Name() + "/status")
+		for _, l := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(l); len(f) == 5 && f[0] == "Uid:" {
+				out = append(out, fmt.Sprintf("QEMU pid %d uids %s", pid, strings.Join(f[1:], " ")))
+			}
+		}
+	}
+	return out
+}
+
+// isQEMU reports whether pid runs a QEMU system emulator.
+func isQEMU(pid int) bool {
+	comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	return strings.HasPrefix(string(comm), "qemu-system")
 }
 
 // hostDecides is the check of attacks whose calls may succeed without harm (they

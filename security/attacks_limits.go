@@ -26,6 +26,7 @@ var forkBomb = &Attack{
 			rules:    []string{"expose-ro=/usr/bin"},
 			argv:     []string{"/bin/sh", "-c", `b() { if [ "$1" -gt 0 ]; then b $(($1-1)) & b $(($1-1)) & fi; printf x; exec sleep 1000; }; b 10`},
 			timeout:  2 * time.Second,
+			warmVM:   true,
 			ownsTree: true,
 			check: func(r *runResult) (outcome, string) {
 				left := killMarked(e.mark)
@@ -101,6 +102,7 @@ var cpuTimeout = &Attack{
 		return &plan{
 			argv:    e.spin(),
 			timeout: time.Second,
+			warmVM:  true,
 			check: func(r *runResult) (outcome, string) {
 				ee := exitError(r.err)
 				switch {

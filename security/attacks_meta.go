@@ -295,6 +295,9 @@ attempt("sysrq", lambda: opens("/proc/sysrq-trigger"))
 				}
 				return false, "the host's sysctl did not change"
 			},
+			// A kernel of the sandbox's own (a VM's) takes the writes: the
+			// host's settings are the target.
+			sinkDecides: true,
 		}
 	},
 }

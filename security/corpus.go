@@ -26,6 +26,10 @@ const (
 	// NotRun: the provider does not declare the attack's capability, and the attack
 	// is destructive or unbounded without it: not run.
 	NotRun Verdict = "not enforced (declared)"
+	// Refused: the provider refuses the policy that the attack needs (a net=
+	// rule), naming the rule: fail closed, nothing runs. It is honest whatever
+	// the provider declares.
+	Refused Verdict = "refused (fail closed)"
 	// Skipped: the attack cannot be run here (Result.Detail says why).
 	Skipped Verdict = "skipped"
 	// Failed: the outcome contradicts what the provider declares (a declared
@@ -100,6 +104,12 @@ var exceptions = []Exception{
 	{Provider: "firejail", Attack: "inotify-outside", Allows: Blocked, Reason: firejailMetaReason},
 	{Provider: "landlock", Attack: "tcp6-denied-port", Allows: Blocked, Reason: landlockTCPReason},
 	{Provider: "landlock", Attack: "tcp-listen", Allows: Blocked, Reason: landlockTCPReason},
+	{Provider: "qemu", Attack: "unshare", Allows: Blocked,
+		Reason: "the guest's init chroots the program into its view of the files, and the kernel refuses a new user namespace " +
+			"to a chrooted process (EPERM); seccomp is not declared because no system call is filtered (io-uring)"},
+	{Provider: "qemu", Attack: "lease-exposed", Allows: GotThrough,
+		Reason: "the lease is taken by the guest's kernel on its own 9p inode of the file: 9p carries no lease to the host, " +
+			"whose writers of the file are never held (the program holds no identity of the host)"},
 }
 
 const noPrivReason = "the program holds no capability (no-privileges): the kernel refuses this to it even where the filter " +
@@ -185,6 +195,9 @@ func RunAttack(ctx context.Context, p pysandboxes.Provider, a *Attack) (res Resu
 		return res
 	case got == outSkipped:
 		res.Verdict = Skipped
+		return res
+	case got == outRefused:
+		res.Verdict = Refused
 		return res
 	case got == outUnclear:
 		res.Verdict = Failed

@@ -40,7 +40,9 @@
 // does not, the attack is run anyway as a negative control and must get through,
 // which proves that the corpus detects a breach; an attack that would harm the
 // host or that is unbounded without the capability (a memory bomb without
-// limits) is then not run, and reported as not enforced (declared). A few
+// limits) is then not run, and reported as not enforced (declared). A provider
+// that refuses the policy an attack needs (a net= rule it cannot enforce,
+// naming the rule) fails closed: the attack is reported as refused. A few
 // documented exceptions (Exceptions) allow another outcome, each with its
 // reason. Table prints the verdicts, attack by provider.
 //

@@ -36,7 +36,29 @@ const (
 	outThrough
 	outUnclear
 	outSkipped
+	// outRefused: the provider refused the policy the attack needs, naming the
+	// rule (fail closed): the attack cannot even be set up.
+	outRefused
 )
+
+// errStart marks a program that the sandbox could not start.
+var errStart = errors.New("start")
+
+// refusedRule returns the net= rule of rules that err names, when err is the
+// provider's refusal of that rule itself ("" otherwise: a refusal because the
+// provider's network filter cannot work on this host is not one).
+func refusedRule(rules []string, err error) string {
+	msg := err.Error()
+	if strings.Contains(msg, "cannot work here") {
+		return ""
+	}
+	for _, r := range rules {
+		if strings.HasPrefix(r, "net=") && strings.Contains(msg, r) {
+			return r
+		}
+	}
+	return ""
+}
 
 // env is the world of one attack run: a fresh temporary directory, the run's
 // secret, and what the host set up (listeners, sleepers), released by close.
@@ -196,6 +218,34 @@ type plan struct {
 	// during, when set, runs on the host while the program runs (started once
 	// the program is); the run waits for it to return.
 	during func()
+	// warmVM: under a provider that starts a VM for the sandbox (qemu), the VM
+	// is started (kept warm by a program of the same interpreter waiting on its
+	// standard input) before the run and its timeout begin, so that the timeout
+	// counts the program's time, not the VM's start.
+	warmVM bool
+}
+
+// vmStartAllowance is added to the timeout of a run that starts a VM (qemu)
+// and whose timeout is not the attack itself (those start the VM first:
+// warmVM).
+const vmStartAllowance = 60 * time.Second
+
+// keepWarm starts a program in sb that keeps its VM running until stop: the
+// interpreter interp (Python or a shell) reading its standard input.
+func keepWarm(ctx context.Context, sb *pysandboxes.Sandbox, interp string) (stop func(), err error) {
+	args := []string{"-c", "while read -r x; do :; done"}
+	if strings.HasPrefix(filepath.Base(interp), "python") {
+		args = []string{"-I", "-c", "import sys; sys.stdin.read()"}
+	}
+	keeper := sb.Command(ctx, interp, args...)
+	w, err := keeper.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := keeper.Start(); err != nil {
+		return nil, err
+	}
+	return func() { w.Close(); keeper.Wait() }, nil
 }
 
 // runResult is what one run gave.
@@ -221,6 +271,11 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 	}
 	sb, err := e.sandbox(pl.rules, pl.limits)
 	if err != nil {
+		if rule := refusedRule(pl.rules, err); rule != "" {
+			// Fail closed: the provider refuses the rule the attack needs (its
+			// control or its target), naming it; nothing runs.
+			return outRefused, "the provider refuses the rule the attack needs (" + rule + "): " + err.Error(), nil
+		}
 		if a.Capability != 0 && !e.provider.Capabilities().Has(a.Capability) {
 			// Fail closed: the provider refuses to start a policy it cannot
 			// enforce here, even accepted as not enforced.
@@ -235,6 +290,11 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 	}
 	r, err := e.run(sb, pl)
 	if err != nil {
+		if errors.Is(err, errStart) && a.Capability != 0 && !e.provider.Capabilities().Has(a.Capability) {
+			// Fail closed at the start: the provider refuses what it cannot
+			// enforce (an ignore= path it cannot mask).
+			return outSkipped, "the provider refuses this policy at the start (" + a.Capability.String() + " is not declared): " + err.Error(), nil
+		}
 		return 0, "", err
 	}
 	got, detail := pl.check(r)
@@ -248,7 +308,7 @@ func (e *env) execute(a *Attack) (outcome, string, error) {
 		case through && got != outThrough:
 			got, detail = outThrough, what+" (the program printed: "+detail+")"
 		case !through && got == outThrough && pl.sinkDecides && !leaked:
-			got, detail = outBlocked, what+": what the program sent ("+detail+") stayed in the sandbox's own network"
+			got, detail = outBlocked, what+": what the program did ("+detail+") stayed in the sandbox (its own network, /tmp or kernel)"
 		case !through && got == outThrough:
 			got, detail = outUnclear, "the program reports "+detail+" but the host saw nothing ("+what+")"
 		}
@@ -306,6 +366,19 @@ func (e *env) run(sb *pysandboxes.Sandbox, pl *plan) (*runResult, error) {
 	if timeout == 0 {
 		timeout = 20 * time.Second
 	}
+	switch {
+	case e.provider.Name() != "qemu":
+	case pl.warmVM:
+		stop, err := keepWarm(e.ctx, sb, pl.argv[0])
+		if err != nil {
+			return nil, fmt.Errorf("%w: keeping the VM warm: %w", errStart, err)
+		}
+		defer stop()
+	default:
+		// The VM's start (from its saved state, seconds under TCG, far more
+		// on a loaded machine) counts against the run's timeout.
+		timeout += vmStartAllowance
+	}
 	ctx, cancel := context.WithTimeout(e.ctx, timeout)
 	defer cancel()
 	cmd := sb.Command(ctx, pl.argv[0], pl.argv[1:]...)
@@ -324,7 +397,7 @@ func (e *env) run(sb *pysandboxes.Sandbox, pl *plan) (*runResult, error) {
 	defer dog.Stop()
 	start := time.Now()
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start: %w", err)
+		return nil, fmt.Errorf("%w: %w", errStart, err)
 	}
 	duringDone := make(chan struct{})
 	if pl.during != nil {

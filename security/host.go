@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -159,7 +160,23 @@ func (e *env) hostDeath() (outcome, string, error) {
 // differently.
 func (e *env) findTree(host int) ([]*proc, error) {
 	deadline := time.Now().Add(10 * time.Second)
-	for {
+	for e.provider.Name() == "qemu" {
+		// The tree runs in a VM: its sleepers are processes of the guest's
+		// kernel (the host said "started" once they ran), and the host's side
+		// of it is the QEMU process among the host's descendants.
+		vm := false
+		for pid, ppid := range parents() {
+			vm = vm || (isQEMU(pid) && descends(ppid, host))
+		}
+		if vm {
+			break
+		}
+		if time.Now().After(deadline) {
+			return nil, errors.New("no QEMU process among the host's descendants 10 s after the program started")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	for e.provider.Name() != "qemu" {
 		pids := marked(e.mark)
 		sleepers := 0
 		for _, pid := range pids {
@@ -198,6 +215,17 @@ func (e *env) findTree(host int) ([]*proc, error) {
 		}
 	}
 	return tree, nil
+}
+
+// descends reports whether pid is anc or one of its descendants.
+func descends(pid, anc int) bool {
+	for i := 0; pid > 1 && i < 64; i++ {
+		if pid == anc {
+			return true
+		}
+		pid = parentOf(pid)
+	}
+	return pid == anc
 }
 
 // parents maps every process of the host to its parent.

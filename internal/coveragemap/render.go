@@ -86,6 +86,8 @@ func Render(suites []Suite, runs *Runs, attacks []*security.Attack) string {
 	p("- **not enforced (got through)**: the provider does not declare the capability; the attack,\n")
 	p("  run as a negative control, got through (which shows the corpus detects a breach).\n")
 	p("- **not enforced (declared)**: not declared, and destructive without it: not run.\n")
+	p("- **refused (fail closed)**: the provider refuses the policy the attack needs (a `net=` rule it\n")
+	p("  cannot enforce), naming the rule: the attack cannot even be set up.\n")
 	p("- **skipped**: cannot run here; the note says why.\n")
 	p("- `[n]`: a note below the table (an exception of `security.Exceptions`, or a skip reason).\n\n")
 	matrix(&b, "## Providers × attacks, as root", runs.Root)
