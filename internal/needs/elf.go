@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 )
 
@@ -199,7 +200,16 @@ func (w *walker) libraries(start, exe loaded) error {
 	for len(queue) > 0 {
 		cur := queue[0]
 		queue = queue[1:]
-		for _, name := range cur.obj.needed {
+		names := cur.obj.needed
+		if !w.libgcc && slices.Contains(names, "libc.so.6") {
+			// glibc loads libgcc_s.so.1 itself (dlopen) to unwind a thread's
+			// stack at pthread_exit and pthread_cancel, and for backtrace: a
+			// threaded program aborts without it ("libgcc_s.so.1 must be
+			// installed for pthread_exit to work").
+			w.libgcc = true
+			names = append(slices.Clip(names), "libgcc_s.so.1")
+		}
+		for _, name := range names {
 			for _, found := range w.findLibrary(name, cur, exe) {
 				if w.seen[found.real] {
 					w.alias(found.real, found.path)

@@ -172,6 +172,7 @@ type walker struct {
 	seen    map[string]bool // ELF objects visited (canonical)
 	out     map[string]Need
 	objects int
+	libgcc  bool // libgcc_s.so.1, which libc loads at run time, was added
 }
 
 func (w *walker) result() []Need {
