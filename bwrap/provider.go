@@ -2,24 +2,22 @@ package bwrap
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
-	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
-	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
 func init() {
@@ -38,10 +36,7 @@ type Provider struct {
 	// Binary, when set, is the bwrap binary to use (default: bwrap on PATH).
 	Binary string
 
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
+	core wrapper.Core[hostState]
 }
 
 // hostState is what the provider found on this host.
@@ -60,11 +55,30 @@ type hostState struct {
 }
 
 var versionRE = regexp.MustCompile(`bubblewrap ([0-9][0-9.]*)`)
-var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`)
+
+// help is what bwrap's --help must list.
+var help = wrapper.Help{
+	Option:   regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`),
+	Required: []string{"args", "seccomp", "info-fd", "die-with-parent", "disable-userns", "cap-drop", "clearenv", "setenv", "unshare-user"},
+	Product:  "bubblewrap",
+}
 
 func (p *Provider) host() hostState {
-	p.once.Do(func() { p.state = probeHost(p.Binary) })
-	return p.state
+	return p.core.Host(func() hostState { return probeHost(p.Binary) })
+}
+
+// core is what the shared steps (package internal/wrapper) read of the host.
+func (h hostState) core() wrapper.Host {
+	return wrapper.Host{
+		Name:    Name,
+		Binary:  h.bwrap,
+		Env:     h.env,
+		EnvAdds: "bwrap adds PWD to the program's environment",
+		NetErr:  h.netErr,
+		Listen:  h.landlock >= nsutil.ListenABI && h.seccompErr == nil,
+		IDMap:   h.idmap,
+		HideErr: h.hideErr,
+	}
 }
 
 // probeHost finds bwrap, reads its version and options, and runs it once to check
@@ -73,18 +87,14 @@ func probeHost(binary string) hostState {
 	var h hostState
 	h.seccompErr = seccomp.Available()
 	h.landlock, _ = supervise.LandlockABI()
-	if binary == "" {
-		path, err := exec.LookPath("bwrap")
-		if err != nil {
-			h.err = errors.New("bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
-			return h
-		}
-		binary = path
+	binary, h.err = wrapper.Lookup(binary, "bwrap", "bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
+	if h.err != nil {
+		return h
 	}
 	h.bwrap = binary
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	h.netErr = netfilterAvailable(ctx)
+	h.netErr = netfilter.Available(ctx)
 	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
 	if err != nil {
 		h.err = fmt.Errorf("%s --version failed: %v: %s", binary, err, strings.TrimSpace(string(out)))
@@ -100,12 +110,8 @@ func probeHost(binary string) hostState {
 		h.err = fmt.Errorf("bubblewrap %s is too old: 0.8.0 or later is needed (--disable-userns, --args)", h.version)
 		return h
 	}
-	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
-	for _, need := range []string{"args", "seccomp", "info-fd", "die-with-parent", "disable-userns", "cap-drop", "clearenv", "setenv", "unshare-user"} {
-		if !h.known[need] {
-			h.err = fmt.Errorf("%s (bubblewrap %s) lacks --%s", binary, h.version, need)
-			return h
-		}
+	if h.known, h.err = help.Options(ctx, binary, h.version); h.err != nil {
+		return h
 	}
 	h.env = nsutil.Env()
 	// One real run: the namespaces this provider always asks for.
@@ -117,22 +123,13 @@ func probeHost(binary string) hostState {
 		// Run as root, bwrap runs as an unprivileged uid (see package
 		// internal/hostid): the same run as that uid.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostid.UID, Gid: hostid.GID}}
-		switch {
-		case supervise.ViewAvailable() != nil:
-			h.idErr = fmt.Errorf("run as root, the program would be the host's root: %w", supervise.ViewAvailable())
-		case !hostid.Root():
-			h.idErr = errors.New("run as root outside the initial user namespace, the program would be this root")
-		default:
-			h.idmap = true
-		}
+		h.idErr = wrapper.Identity()
+		h.idmap = h.idErr == nil
 	}
 	if !h.idmap && os.Geteuid() == 0 {
 		cmd.SysProcAttr = nil
 	}
-	h.hideErr = hideview.Available()
-	if h.hideErr == nil && !h.idmap {
-		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a bwrap run as another uid")
-	}
+	h.hideErr = wrapper.Hide(h.idmap, "the filter of ignore= paths is mounted by the host's root for a bwrap run as another uid")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		h.err = fmt.Errorf("bwrap cannot create its namespaces here (%v: %s): user namespaces must be usable without privilege "+
 			"(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists, "+
@@ -169,6 +166,9 @@ func (p *Provider) Capabilities() driver.Capability {
 	}
 	return c
 }
+
+// netCapabilities are claimed when the network filter works here.
+const netCapabilities = wrapper.NetCapabilities
 
 // capabilities is what the provider enforces when bwrap works (ok), with or
 // without seccomp filters, env(1) (which removes the PWD bwrap adds), the
@@ -211,10 +211,8 @@ func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) driver.Capab
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().err; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
+	h := p.host()
+	return wrapper.Compile(h.err, func() (*compiled, error) { return compile(ctx, pol, accepted, h, &p.core.Interps) })
 }
 
 // Prepare makes the launch: bwrap, started by the supervisor (resource limits,
@@ -222,14 +220,9 @@ func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driv
 // needs to run.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return c.prepare(ctx, req, h, logger)
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, logger)
+	})
 }
 
 // Details describes what the provider does on this host, one line each, for

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes/internal/bytesize"
-	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
 )
@@ -232,46 +232,27 @@ func (u userParam) arg() string {
 	return "--" + u.name + "=" + u.value
 }
 
+// Refusal says why a policy may not pass the parameter ("" when it may).
+func (p param) Refusal() string { return p.refused }
+
 // parseParams validates the firejail.<key>= lines. known lists the options of the
 // installed firejail (nil: do not check).
 func parseParams(ps []policy.Param, known map[string]bool) ([]userParam, []error) {
 	var out []userParam
-	var errs []error
-	bad := func(prm policy.Param, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", hostview.RuleRef(prm.Rule), fmt.Sprintf(format, a...)))
-	}
-	for _, prm := range ps {
+	errs := wrapper.CheckParams(Name, ps, params, known, func(_ int, prm policy.Param, spec param, v string) error {
 		name := prm.Name
-		spec, ok := params[name]
-		switch {
-		case !ok:
-			bad(prm, "unknown firejail option --%s", name)
-			continue
-		case spec.refused != "":
-			bad(prm, "firejail option --%s is refused: %s", name, spec.refused)
-			continue
-		case known != nil && !known[name]:
-			bad(prm, "the installed firejail has no option --%s", name)
-			continue
-		}
-		v := strings.TrimSpace(prm.Value)
 		if strings.ContainsAny(v, "\x00\n") {
-			bad(prm, "firejail option --%s: the value holds a NUL byte or a newline", name)
-			continue
+			return fmt.Errorf("firejail option --%s: the value holds a NUL byte or a newline", name)
 		}
 		u := userParam{name: name, rule: prm.Rule, rlimit: spec.rlimit}
 		if spec.flag {
-			switch strings.ToLower(v) {
-			case "", "true", "yes", "1", "on":
-			default:
-				bad(prm, "firejail option --%s takes no value (write firejail.%s= or firejail.%s=true)", name, name, name)
-				continue
+			if err := wrapper.Flag(Name, name, v); err != nil {
+				return err
 			}
 		} else {
 			val, err := spec.check(v)
 			if err != nil {
-				bad(prm, "firejail option --%s: %v", name, err)
-				continue
+				return fmt.Errorf("firejail option --%s: %v", name, err)
 			}
 			u.value = val
 			if spec.rlimit != 0 {
@@ -279,6 +260,7 @@ func parseParams(ps []policy.Param, known map[string]bool) ([]userParam, []error
 			}
 		}
 		out = append(out, u)
-	}
+		return nil
+	})
 	return out, errs
 }

@@ -2,25 +2,23 @@ package firejail
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"os/user"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
-	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
-	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
 func init() {
@@ -39,10 +37,7 @@ type Provider struct {
 	// Binary, when set, is the firejail binary to use (default: firejail on PATH).
 	Binary string
 
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
+	core wrapper.Core[hostState]
 	// envs caches what firejail does to environments, by the names they hold.
 	envs envCache
 }
@@ -70,16 +65,33 @@ type hostState struct {
 }
 
 var versionRE = regexp.MustCompile(`firejail version ([0-9][0-9.]*)`)
-var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9.-]+)`)
 
-// required are the options the provider relies on.
-var required = []string{"quiet", "noprofile", "caps.drop", "nonewprivs", "seccomp", "seccomp.block-secondary",
-	"restrict-namespaces", "protocol", "net", "netns", "hosts-file", "dns", "private-dev", "whitelist", "blacklist",
-	"read-only", "read-write", "keep-fd", "private-cwd"}
+// help is what firejail's --help must list: the options the provider relies on.
+var help = wrapper.Help{
+	Option: regexp.MustCompile(`(?m)^\s+--([a-z0-9.-]+)`),
+	Required: []string{"quiet", "noprofile", "caps.drop", "nonewprivs", "seccomp", "seccomp.block-secondary",
+		"restrict-namespaces", "protocol", "net", "netns", "hosts-file", "dns", "private-dev", "whitelist", "blacklist",
+		"read-only", "read-write", "keep-fd", "private-cwd"},
+	Product: "firejail",
+	Hint:    ": firejail 0.9.72 or later is needed",
+}
 
 func (p *Provider) host() hostState {
-	p.once.Do(func() { p.state = probeHost(p.Binary) })
-	return p.state
+	return p.core.Host(func() hostState { return probeHost(p.Binary) })
+}
+
+// core is what the shared steps (package internal/wrapper) read of the host.
+func (h hostState) core() wrapper.Host {
+	return wrapper.Host{
+		Name:    Name,
+		Binary:  h.firejail,
+		Env:     h.env,
+		EnvAdds: "firejail adds variables to the program's environment",
+		NetErr:  h.netErr,
+		Listen:  h.listen,
+		IDMap:   h.idmap,
+		HideErr: h.hideErr,
+	}
 }
 
 // probeHost finds firejail, checks that this user may run it, and runs it once to
@@ -88,13 +100,9 @@ func probeHost(binary string) hostState {
 	var h hostState
 	abi, _ := supervise.LandlockABI()
 	h.listen = abi >= nsutil.ListenABI && os.Geteuid() == 0
-	if binary == "" {
-		path, err := exec.LookPath("firejail")
-		if err != nil {
-			h.err = errors.New("firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
-			return h
-		}
-		binary = path
+	binary, h.err = wrapper.Lookup(binary, "firejail", "firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
+	if h.err != nil {
+		return h
 	}
 	h.firejail = binary
 	st, err := os.Stat(binary)
@@ -115,7 +123,7 @@ func probeHost(binary string) hostState {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	h.netErr = netfilterAvailable(ctx)
+	h.netErr = netfilter.Available(ctx)
 	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
 	m := versionRE.FindSubmatch(out)
 	if err != nil || m == nil {
@@ -123,12 +131,8 @@ func probeHost(binary string) hostState {
 		return h
 	}
 	h.version = string(m[1])
-	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
-	for _, need := range required {
-		if !h.known[need] {
-			h.err = fmt.Errorf("%s (firejail %s) lacks --%s: firejail 0.9.72 or later is needed", binary, h.version, need)
-			return h
-		}
+	if h.known, h.err = help.Options(ctx, binary, h.version); h.err != nil {
+		return h
 	}
 	sc, _ := exec.CommandContext(ctx, binary, "--debug-syscalls").Output()
 	h.syscalls = map[string]bool{}
@@ -165,21 +169,15 @@ func probeHost(binary string) hostState {
 		h.idErr = idTrial(ctx, binary)
 		h.idmap = h.idErr == nil
 	}
-	h.hideErr = hideview.Available()
-	if h.hideErr == nil && !h.idmap {
-		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a firejail run for another uid")
-	}
+	h.hideErr = wrapper.Hide(h.idmap, "the filter of ignore= paths is mounted by the host's root for a firejail run for another uid")
 	return h
 }
 
 // idTrial runs firejail once as the unprivileged uid the program runs as when
 // the host is root (see package internal/hostid): nil when it works.
 func idTrial(ctx context.Context, binary string) error {
-	if err := supervise.ViewAvailable(); err != nil {
-		return fmt.Errorf("run as root, the program would be the host's root: %w", err)
-	}
-	if !hostid.Root() {
-		return errors.New("run as root outside the initial user namespace, the program would be this root")
+	if err := wrapper.Identity(); err != nil {
+		return err
 	}
 	view, err := accountView(nil)
 	if err != nil {
@@ -187,7 +185,7 @@ func idTrial(ctx context.Context, binary string) error {
 	}
 	spec := supervise.Spec{Path: binary, Args: []string{"firejail", "--quiet", "--noprofile", "--net=none", "--private-dev",
 		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "id -u"},
-		View: view, Stages: []supervise.Stage{{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}}}}
+		View: view, Stages: []supervise.Stage{wrapper.IdentityStage()}}
 	cmd, hd, err := supervise.Command(spec, "", []string{}, "/", nil)
 	if err != nil {
 		return err
@@ -265,6 +263,9 @@ func (p *Provider) Capabilities() driver.Capability {
 	return c
 }
 
+// netCapabilities are claimed when the network filter works here.
+const netCapabilities = wrapper.NetCapabilities
+
 // capabilities is what the provider enforces when firejail works (ok), with or
 // without env(1) (which removes the variables firejail adds), the network
 // filter and Landlock's TCP bind rules (listenOK). Never CapUnprivileged:
@@ -293,10 +294,8 @@ func capabilities(ok, envOK, netOK, listenOK bool) driver.Capability {
 // It fails, naming the rule, when the policy needs something this provider cannot
 // enforce and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().err; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
+	h := p.host()
+	return wrapper.Compile(h.err, func() (*compiled, error) { return compile(ctx, pol, accepted, h, &p.core.Interps) })
 }
 
 // Prepare makes the launch: firejail, started by the supervisor (resource
@@ -304,14 +303,9 @@ func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driv
 // program needs to run.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return c.prepare(ctx, req, h, &p.envs, logger)
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, &p.envs, logger)
+	})
 }
 
 // Details describes what the provider does on this host, one line each, for
