@@ -23,6 +23,14 @@ type compiled struct {
 	udp bool
 }
 
+// Compile translates the policy once per sandbox (see the package documentation).
+// It fails, naming the rule, when the policy needs something this provider cannot
+// enforce and that the caller did not accept.
+func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
+	h := p.host()
+	return wrapper.Compile(h.err, func() (*compiled, error) { return compile(ctx, pol, accepted, h, &p.core.Interps) })
+}
+
 // compile translates a policy for a host.
 func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability, h hostState, interps *needs.Interpreters) (*compiled, error) {
 	c := &compiled{}

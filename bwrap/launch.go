@@ -29,6 +29,16 @@ import (
 // set up.
 const setupTimeout = 30 * time.Second
 
+// Prepare makes the launch: bwrap, started by the supervisor (resource limits,
+// tree kill), with the arguments built from the policy and what this program
+// needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
+	h := p.host()
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, logger)
+	})
+}
+
 // prepare makes the launch of one program.
 func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, logger *slog.Logger) (*driver.Launch, error) {
 	programs, err := wrapper.Programs(Name, req.Path, h.env)

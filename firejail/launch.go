@@ -34,6 +34,16 @@ var extraSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_regis
 // them: no sound, video, 3D, DVD, TV, U2F or input devices, no printers.
 var hardening = []string{"nosound", "novideo", "no3d", "nodvd", "notv", "nou2f", "noinput", "noprinters", "nogroups"}
 
+// Prepare makes the launch: firejail, started by the supervisor (resource
+// limits, tree kill), with the options built from the policy and what this
+// program needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
+	h := p.host()
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, &p.envs, logger)
+	})
+}
+
 // prepare makes the launch of one program.
 func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, ec *envCache, logger *slog.Logger) (*driver.Launch, error) {
 	programs, err := wrapper.Programs(Name, req.Path, h.env)
