@@ -140,6 +140,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		var fix []string
 		own, fix, err = splitEnv(ctx, ec, h, req.Env)
 		if err != nil {
+			releaseNet()
 			return nil, err
 		}
 		command = append([]string{h.env}, fix...)
