@@ -96,8 +96,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("bubblewrap %s at %s, started by the supervisor (resource limits, whole-tree kill)", h.version, h.bwrap),
 		"namespaces: user (no capability: --cap-drop ALL, nested user namespaces disabled), mount, pid, ipc, uts, cgroup, network",
 		"file system: a fresh root with only the exposed directories, what the program needs (read-only), /proc of the sandbox, a minimal /dev; never the host's /run, no /tmp unless exposed",
-		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
-			"the ignored files present at start are replaced by an unreadable device node, directories by an empty unreadable tmpfs (hide not claimed)",
+		wrapper.HideDetails("the ignored files present at start are replaced by an unreadable device node, directories by an empty unreadable tmpfs (hide not claimed)"),
 	}
 	if h.seccompErr != nil {
 		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+"): seccomp is not claimed")

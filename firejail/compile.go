@@ -22,7 +22,6 @@ type compiled struct {
 	privateTmp bool
 	// keepShm: /dev/shm is exposed, so firejail keeps the host's.
 	keepShm bool
-	shmMode hostview.Mode
 	// identityBPF is the minimal seccomp filter (leases, file flags) set under
 	// firejail when it runs for hostid.UID; nil without seccomp.
 	identityBPF []byte
@@ -69,10 +68,6 @@ func (c *compiled) expose(e policy.Expose) error {
 	switch {
 	case e.Path == "/dev/shm":
 		c.keepShm = true
-		c.shmMode = hostview.ReadOnly
-		if e.Mode == policy.ReadWrite {
-			c.shmMode = hostview.ReadWrite
-		}
 	case hostview.Within(e.Path, "/dev"):
 		return fmt.Errorf("%s: firejail gives the sandbox its own /dev: only /dev/shm of the host can be exposed", ruleRef(e.Rule))
 	case hostview.Within(e.Path, "/sys") && e.Path != "/sys":

@@ -90,8 +90,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("firejail %s at %s (setuid root; refuses non-root users not listed in /etc/firejail/firejail.users), started by the supervisor (resource limits, whole-tree kill)", h.version, h.firejail),
 		"no capability (--caps.drop=all), no_new_privs, firejail's seccomp filter plus io_uring, bpf, userfaultfd, ptrace, mount, namespaces and similar; --restrict-namespaces, native architecture only; sockets: unix, inet, inet6, netlink",
 		"file system: the whole tree read-only; every top directory not needed is blacklisted; what is needed is whitelisted (exposed directories read-only or read-write, what the program needs read-only); a private /dev (and /dev/shm); the host's /run hidden",
-		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
-			"the ignored paths present at start are blacklisted (hide not claimed)",
+		wrapper.HideDetails("the ignored paths present at start are blacklisted (hide not claimed)"),
 		"start cost: firejail takes some 40 ms more than other namespace providers to set a sandbox up",
 	}
 	if h.env == "" {

@@ -76,3 +76,10 @@ func Hide(idmap bool, unmapped string) error {
 	}
 	return nil
 }
+
+// HideDetails is the line of a provider's Details about ignore=: the filter,
+// and, without it, what the provider does instead (unserved).
+func HideDetails(unserved string) string {
+	return "ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, " +
+		"for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " + unserved
+}
