@@ -45,6 +45,7 @@ var help = wrapper.Help{
 	Product:  "bubblewrap",
 }
 
+// host returns what the probe found here (probed at the first call).
 func (p *Provider) host() hostState {
 	return p.core.Host(func() hostState { return probeHost(p.Binary) })
 }
@@ -53,7 +54,6 @@ func (p *Provider) host() hostState {
 func (h hostState) core() wrapper.Host {
 	return wrapper.Host{
 		Name:    Name,
-		Binary:  h.bwrap,
 		Env:     h.env,
 		EnvAdds: "bwrap adds PWD to the program's environment",
 		NetErr:  h.netErr,

@@ -56,6 +56,7 @@ var help = wrapper.Help{
 	Hint:    ": firejail 0.9.72 or later is needed",
 }
 
+// host returns what the probe found here (probed at the first call).
 func (p *Provider) host() hostState {
 	return p.core.Host(func() hostState { return probeHost(p.Binary) })
 }
@@ -64,7 +65,6 @@ func (p *Provider) host() hostState {
 func (h hostState) core() wrapper.Host {
 	return wrapper.Host{
 		Name:    Name,
-		Binary:  h.firejail,
 		Env:     h.env,
 		EnvAdds: "firejail adds variables to the program's environment",
 		NetErr:  h.netErr,

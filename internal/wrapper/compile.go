@@ -20,8 +20,6 @@ type Host struct {
 	// Name is the provider's: the os-sandbox= value, the prefix of its
 	// parameters, and the tool's name in messages.
 	Name string
-	// Binary is the absolute path of the tool.
-	Binary string
 	// Env is the env(1) that starts the program ("" when missing), and EnvAdds
 	// what the tool adds to the program's environment without it ("bwrap adds
 	// PWD to the program's environment").
