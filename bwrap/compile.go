@@ -12,8 +12,9 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// compiled is the translation of one policy, made once per sandbox: the shared
-// part (package internal/wrapper), and bwrap's own.
+// compiled is what Compile makes of a policy, once per sandbox: what every
+// wrapper provider plans (package internal/wrapper: the network, the view, the
+// listen rules), with the bwrap arguments of the policy and the seccomp filter.
 type compiled struct {
 	wrapper.Compiled
 	params []string // the validated bwrap.<opt>= arguments

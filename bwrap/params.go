@@ -25,14 +25,12 @@ type option struct {
 	check func(args []string) error
 }
 
+// Why a policy may not pass an option, for the reasons of this tool alone (the
+// shared ones are package wrapper's: WhyNet, WhyEnv, WhyCaps, WhyOwn).
 const (
 	whyFiles   = "it shows host paths: use expose-ro= or expose-rw="
-	whyEnv     = "the environment is exactly the policy's env= rules"
-	whyNet     = "the network is the policy's net= rules"
 	whyFD      = "it takes a descriptor, which a rule file cannot give"
-	whyCaps    = "the sandboxed program holds no capability"
 	whyHostMod = "it changes the mode of a host file through a bind mount"
-	whyOwn     = "the provider sets it itself"
 )
 
 // options are bwrap's options (0.8 and later), with what a policy may do with
@@ -80,13 +78,13 @@ var options = map[string]option{
 	"overlay":         {arity: 3, refused: whyFiles},
 	"tmp-overlay":     {arity: 1, refused: whyFiles},
 	"ro-overlay":      {arity: 1, refused: whyFiles},
-	"proc":            {arity: 1, refused: whyOwn},
-	"dev":             {arity: 1, refused: whyOwn},
-	"clearenv":        {refused: whyEnv},
-	"setenv":          {arity: 2, refused: whyEnv},
-	"unsetenv":        {arity: 1, refused: whyEnv},
-	"share-net":       {refused: whyNet},
-	"cap-add":         {arity: 1, refused: whyCaps},
+	"proc":            {arity: 1, refused: wrapper.WhyOwn},
+	"dev":             {arity: 1, refused: wrapper.WhyOwn},
+	"clearenv":        {refused: wrapper.WhyEnv},
+	"setenv":          {arity: 2, refused: wrapper.WhyEnv},
+	"unsetenv":        {arity: 1, refused: wrapper.WhyEnv},
+	"share-net":       {refused: wrapper.WhyNet},
+	"cap-add":         {arity: 1, refused: wrapper.WhyCaps},
 	"chmod":           {arity: 2, refused: whyHostMod},
 	"args":            {arity: 1, refused: whyFD},
 	"seccomp":         {arity: 1, refused: whyFD},
@@ -103,10 +101,10 @@ var options = map[string]option{
 	"bind-data":       {arity: 2, refused: whyFD},
 	"ro-bind-data":    {arity: 2, refused: whyFD},
 	"lock-file":       {arity: 1, refused: "it takes a lock on a host path"},
-	"exec-label":      {arity: 1, refused: whyOwn},
-	"file-label":      {arity: 1, refused: whyOwn},
-	"argv0":           {arity: 1, refused: whyOwn},
-	"level-prefix":    {refused: whyOwn},
+	"exec-label":      {arity: 1, refused: wrapper.WhyOwn},
+	"file-label":      {arity: 1, refused: wrapper.WhyOwn},
+	"argv0":           {arity: 1, refused: wrapper.WhyOwn},
+	"level-prefix":    {refused: wrapper.WhyOwn},
 	"help":            {refused: "not an option for a sandbox"},
 	"version":         {refused: "not an option for a sandbox"},
 }

@@ -13,8 +13,9 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// compiled is the translation of one policy, made once per sandbox: the shared
-// part (package internal/wrapper), and firejail's own.
+// compiled is what Compile makes of a policy, once per sandbox: what every
+// wrapper provider plans (package internal/wrapper), with firejail's parameters,
+// what it must keep of /tmp and /dev/shm, and the identity's seccomp filter.
 type compiled struct {
 	wrapper.Compiled
 	params []userParam

@@ -23,12 +23,10 @@ type param struct {
 	rlimit int
 }
 
+// Why a policy may not pass an option, for the reasons of this tool alone (the
+// shared ones are package wrapper's: WhyNet, WhyEnv, WhyCaps, WhyOwn).
 const (
 	whyFiles = "it changes what the sandbox shows of the host: use expose-ro=, expose-rw= or ignore="
-	whyNet   = "the network is the policy's net= rules"
-	whyEnv   = "the environment is exactly the policy's env= rules"
-	whyCaps  = "the sandboxed program holds no capability"
-	whyOwn   = "the provider sets it itself"
 	whyWeak  = "it would weaken the seccomp filter"
 	whyHost  = "it acts on other sandboxes or the host, not on this one"
 )
@@ -62,24 +60,24 @@ var params = map[string]param{
 	"seccomp.32.drop":   {refused: whyWeak},
 	"seccomp.32.keep":   {refused: whyWeak},
 	"allow-debuggers":   {refused: whyWeak + " (it allows ptrace)"},
-	"net":               {refused: whyNet},
-	"netns":             {refused: whyNet},
-	"netfilter":         {refused: whyNet},
-	"netfilter6":        {refused: whyNet},
-	"interface":         {refused: whyNet},
-	"ip":                {refused: whyNet},
-	"ip6":               {refused: whyNet},
-	"dns":               {refused: whyNet},
-	"hosts-file":        {refused: whyNet},
-	"protocol":          {refused: whyOwn},
-	"defaultgw":         {refused: whyNet},
-	"veth-name":         {refused: whyNet},
+	"net":               {refused: wrapper.WhyNet},
+	"netns":             {refused: wrapper.WhyNet},
+	"netfilter":         {refused: wrapper.WhyNet},
+	"netfilter6":        {refused: wrapper.WhyNet},
+	"interface":         {refused: wrapper.WhyNet},
+	"ip":                {refused: wrapper.WhyNet},
+	"ip6":               {refused: wrapper.WhyNet},
+	"dns":               {refused: wrapper.WhyNet},
+	"hosts-file":        {refused: wrapper.WhyNet},
+	"protocol":          {refused: wrapper.WhyOwn},
+	"defaultgw":         {refused: wrapper.WhyNet},
+	"veth-name":         {refused: wrapper.WhyNet},
 	"bandwidth":         {refused: whyHost},
-	"env":               {refused: whyEnv},
-	"rmenv":             {refused: whyEnv},
-	"caps":              {refused: whyCaps},
-	"caps.keep":         {refused: whyCaps},
-	"caps.drop":         {refused: whyOwn},
+	"env":               {refused: wrapper.WhyEnv},
+	"rmenv":             {refused: wrapper.WhyEnv},
+	"caps":              {refused: wrapper.WhyCaps},
+	"caps.keep":         {refused: wrapper.WhyCaps},
+	"caps.drop":         {refused: wrapper.WhyOwn},
 	"noroot":            {refused: "it needs a non-root user (firejail runs as root here)"},
 	"whitelist":         {refused: whyFiles},
 	"nowhitelist":       {refused: whyFiles},
@@ -97,8 +95,8 @@ var params = map[string]param{
 	"private-home":      {refused: whyFiles},
 	"private-opt":       {refused: whyFiles},
 	"private-srv":       {refused: whyFiles},
-	"private-dev":       {refused: whyOwn},
-	"private-cwd":       {refused: whyOwn},
+	"private-dev":       {refused: wrapper.WhyOwn},
+	"private-cwd":       {refused: wrapper.WhyOwn},
 	"private-cache":     {refused: whyFiles},
 	"writable-etc":      {refused: whyFiles},
 	"writable-var":      {refused: whyFiles},
@@ -109,13 +107,13 @@ var params = map[string]param{
 	"keep-config-pulse": {refused: whyFiles},
 	"chroot":            {refused: whyFiles},
 	"overlay":           {refused: whyFiles},
-	"ignore":            {refused: whyOwn},
-	"include":           {refused: whyOwn},
-	"profile":           {refused: whyOwn},
-	"noprofile":         {refused: whyOwn},
-	"keep-fd":           {refused: whyOwn},
-	"quiet":             {refused: whyOwn},
-	"debug":             {refused: whyOwn},
+	"ignore":            {refused: wrapper.WhyOwn},
+	"include":           {refused: wrapper.WhyOwn},
+	"profile":           {refused: wrapper.WhyOwn},
+	"noprofile":         {refused: wrapper.WhyOwn},
+	"keep-fd":           {refused: wrapper.WhyOwn},
+	"quiet":             {refused: wrapper.WhyOwn},
+	"debug":             {refused: wrapper.WhyOwn},
 	"join":              {refused: whyHost},
 	"join-or-start":     {refused: whyHost},
 	"join-network":      {refused: whyHost},
@@ -129,7 +127,7 @@ var params = map[string]param{
 	"dbus-user":         {refused: whyFiles},
 	"dbus-system":       {refused: whyFiles},
 	"appimage":          {refused: whyFiles},
-	"apparmor":          {refused: whyOwn},
+	"apparmor":          {refused: wrapper.WhyOwn},
 	"trace":             {refused: whyFiles},
 	"tracelog":          {refused: whyFiles},
 	"output":            {refused: whyFiles},

@@ -8,6 +8,15 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
+// Why a policy may not pass an option of the tool, for the reasons every
+// wrapper provider shares (an Option's Refusal).
+const (
+	WhyNet  = "the network is the policy's net= rules"
+	WhyEnv  = "the environment is exactly the policy's env= rules"
+	WhyCaps = "the sandboxed program holds no capability"
+	WhyOwn  = "the provider sets it itself"
+)
+
 // Option is what a provider's table says of one option of its tool, for the
 // <provider>.<option>= lines of a policy.
 type Option interface {
