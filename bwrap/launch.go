@@ -286,15 +286,9 @@ func (c *compiled) arguments(view *hostview.View, req *driver.Request, h hostSta
 	// The working directory: where it is shown, else / (no directory is made on
 	// the way to a path the policy does not show: a working directory under
 	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=).
-	dir := req.Dir
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	dir := wrapper.RealWorkDir(req.Dir)
 	switch _, visible := view.Visible(dir); {
-	case dir == "" || !filepath.IsAbs(dir):
+	case !filepath.IsAbs(dir):
 		dir = "/"
 	case visible, hostview.Within(dir, "/proc"):
 	case hostview.Within(dir, "/dev"):

@@ -488,12 +488,7 @@ func (c *compiled) fileOptions(view *hostview.View, extra ...string) ([]string, 
 // workDir is the program's working directory in the sandbox: dir (or the
 // host's) where the sandbox shows it, else /.
 func (c *compiled) workDir(view *hostview.View, dir string) string {
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	dir = wrapper.RealWorkDir(dir)
 	if !filepath.IsAbs(dir) || strings.Contains(dir, "${") {
 		return "/"
 	}

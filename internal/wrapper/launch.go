@@ -91,6 +91,16 @@ func WorkDir(dir string) string {
 	return "/"
 }
 
+// RealWorkDir is WorkDir(dir) with its symbolic links resolved (left as it is
+// when they cannot be).
+func RealWorkDir(dir string) string {
+	dir = WorkDir(dir)
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		return real
+	}
+	return dir
+}
+
 // IdentityStage is the supervisor's stage that makes the tool run for the
 // unprivileged uid of package internal/hostid.
 func IdentityStage() supervise.Stage {

@@ -275,11 +275,29 @@ func TestFirstChild(t *testing.T) {
 	}
 }
 
-// TestWorkDir: the request's directory, else this process's.
+// TestWorkDir: the request's directory, else this process's; RealWorkDir
+// resolves its links, and keeps one it cannot resolve.
 func TestWorkDir(t *testing.T) {
 	wd, _ := os.Getwd()
 	if WorkDir("/srv") != "/srv" || WorkDir("") != wd {
 		t.Errorf("got %q and %q", WorkDir("/srv"), WorkDir(""))
+	}
+	dir := t.TempDir()
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(real, "d"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("d", filepath.Join(real, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if got := RealWorkDir(filepath.Join(real, "link")); got != filepath.Join(real, "d") {
+		t.Errorf("link: got %q", got)
+	}
+	if got := RealWorkDir(filepath.Join(real, "gone")); got != filepath.Join(real, "gone") {
+		t.Errorf("missing: got %q", got)
 	}
 }
 
