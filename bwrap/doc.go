@@ -24,7 +24,9 @@
 // # Translation of the policy
 //
 // Compile translates the policy once per sandbox; Prepare adds what each program
-// needs to run (package internal/hostview plans the file system).
+// needs to run (package internal/hostview plans the file system). The steps the
+// two wrapper providers (bwrap, firejail) take alike are package
+// internal/wrapper's.
 //
 //   - The root is an empty tmpfs, read-only once built (--remount-ro /). The
 //     sandbox has its own /proc (its processes only) and a minimal /dev (null,

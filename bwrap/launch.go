@@ -13,17 +13,15 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hidefs"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"golang.org/x/sys/unix"
 )
 
@@ -31,27 +29,25 @@ import (
 // set up.
 const setupTimeout = 30 * time.Second
 
+// Prepare makes the launch: bwrap, started by the supervisor (resource limits,
+// tree kill), with the arguments built from the policy and what this program
+// needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
+	h := p.host()
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, logger)
+	})
+}
+
 // prepare makes the launch of one program.
 func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, logger *slog.Logger) (*driver.Launch, error) {
-	if !filepath.IsAbs(req.Path) {
-		return nil, fmt.Errorf("bwrap: %q is not an absolute path", req.Path)
-	}
-	programs := []string{req.Path}
-	if h.env != "" {
-		if strings.Contains(req.Path, "=") {
-			return nil, fmt.Errorf("bwrap: cannot start %q: the program is started through %s, which takes a path holding \"=\" for a variable", req.Path, h.env)
-		}
-		programs = append(programs, h.env)
-	}
-	view, err := c.planner.Plan(ctx, programs...)
+	programs, err := wrapper.Programs(Name, req.Path, h.env)
 	if err != nil {
 		return nil, err
 	}
-	for _, se := range view.ScanErrors {
-		if !c.accepted.Has(driver.CapHide) {
-			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, driver.CapHide)
-		}
-		logger.Warn("os-sandbox bwrap: "+se.Error()+" (accepted: not enforced there)", "provider", Name)
+	view, err := c.View(ctx, Name, logger, programs)
+	if err != nil {
+		return nil, err
 	}
 	if logger.Enabled(ctx, slog.LevelDebug) {
 		var shown []string
@@ -74,14 +70,14 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		return next - 1
 	}
 
-	argsFile, err := memfd("bwrap-args")
+	argsFile, err := memfd("bwrap-args", nil)
 	if err != nil {
 		return nil, err
 	}
 	argsFD := addFile(argsFile)
 	seccompFD := -1
 	if c.bpf != nil {
-		f, err := memfdWith("bwrap-seccomp", c.bpf)
+		f, err := memfd("bwrap-seccomp", c.bpf)
 		if err != nil {
 			closeFiles()
 			return nil, err
@@ -95,28 +91,31 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	}
 	fds := launchFDs{seccomp: seccompFD, info: addFile(infoW), hosts: -1, resolv: -1, block: -1}
 	var blockW *os.File
-	fail := func(err error) (*driver.Launch, error) {
+	releaseOwn := func() {
 		infoR.Close()
 		if blockW != nil {
 			blockW.Close()
 		}
+	}
+	fail := func(err error) (*driver.Launch, error) {
+		releaseOwn()
 		closeFiles()
 		return nil, err
 	}
-	if c.net != nil {
-		f, err := memfdWith("bwrap-hosts", c.net.filter.Hosts())
+	if c.Net != nil {
+		f, err := memfd("bwrap-hosts", c.Net.Filter.Hosts())
 		if err != nil {
 			return fail(err)
 		}
 		fds.hosts = addFile(f)
-		if rc := c.net.filter.ResolvConf(); rc != nil {
-			f, err := memfdWith("bwrap-resolv", rc)
+		if rc := c.Net.Filter.ResolvConf(); rc != nil {
+			f, err := memfd("bwrap-resolv", rc)
 			if err != nil {
 				return fail(err)
 			}
 			fds.resolv = addFile(f)
 		}
-		if c.net.setup {
+		if c.Net.Setup {
 			// The program waits on this pipe until the filter is in place.
 			r, w, err := os.Pipe()
 			if err != nil {
@@ -153,93 +152,53 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	sub.ExtraFiles = append(append([]*os.File(nil), req.ExtraFiles...), files...)
 	stages := []supervise.Stage{{Kind: supervise.StageNoNewPrivs}}
 	var hv *supervise.View
-	var filters *hideview.Servers
-	if len(c.served) > 0 {
-		if filters, err = hideview.Start(c.served, hideview.Paths(c.planner.Exposes), c.planner.Ignores, hidefs.IDs{UID: hostid.UID, GID: hostid.GID}, 0, logger); err != nil {
-			return fail(err)
-		}
-	}
-	if c.idmap {
-		// bwrap runs as an unprivileged uid, in a view where the exposed
-		// directories are idmapped to it (see package internal/hostid).
-		var sources []string
-		for _, b := range view.Binds {
-			sources = append(sources, b.Path)
-		}
-		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID,
-			Ops: filters.Into(hostid.Idmapped(c.exposes, append(sources, dirOf(req)), uint32(os.Geteuid()), uint32(os.Getegid())))}
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}})
-	}
-	if c.listen != nil {
-		stages = append(stages, *c.listen)
-	}
-	var viewFiles []*os.File
-	if filters != nil {
-		viewFiles = filters.Files()
-	}
-	l, err := launch.Supervised(&sub, launch.Options{Stages: stages, View: hv, ViewFiles: viewFiles})
+	filters, err := c.StartFilters(logger)
 	if err != nil {
-		filters.Stop(0)
 		return fail(err)
 	}
-	filters.Attach(l)
+	if c.IDMap {
+		// bwrap runs as an unprivileged uid, in a view where the exposed
+		// directories are idmapped to it (see package internal/hostid).
+		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: c.Idmapped(view, wrapper.WorkDir(req.Dir), filters)}
+		stages = append(stages, wrapper.IdentityStage())
+	}
+	if c.Listen != nil {
+		stages = append(stages, *c.Listen)
+	}
 	s := &session{info: infoR, asPID1: c.asPID1}
-	var once sync.Once
-	release := func() { once.Do(closeFiles) }
-	start := l.Start
-	terminate := l.Terminate
-	l.Start = func(ctx context.Context) (int, error) {
-		pid, err := start(ctx)
-		release() // bwrap holds its own copies now
-		if err != nil {
-			if blockW != nil {
-				blockW.Close()
+	l, err := wrapper.Supervise(wrapper.Run{
+		Tool:    &sub,
+		Options: launch.Options{Stages: stages, View: hv},
+		Filters: filters,
+		Files:   files,
+		Started: func(ctx context.Context, _ int) error {
+			if blockW == nil {
+				return nil
 			}
-			return 0, err
-		}
-		if blockW != nil {
-			// The program is held: set the filter up in its namespace, then let it
-			// go. On failure the tree is killed before the pipe is closed, so the
-			// program never runs unfiltered.
-			if err := s.setupNetwork(ctx, c.net.filter, fds.block); err != nil {
-				_ = terminate()
-				blockW.Close()
-				return 0, err
+			// The program is held: set the filter up in its namespace, then let
+			// it go. On failure the tree is killed before the pipe is closed
+			// (at Cleanup), so the program never runs unfiltered.
+			if err := s.setupNetwork(ctx, c.Net.Filter, fds.block); err != nil {
+				return err
 			}
 			_, werr := blockW.Write([]byte{1})
 			blockW.Close()
 			if werr != nil {
-				_ = terminate()
-				return 0, fmt.Errorf("bwrap: releasing the program: %w", werr)
+				return fmt.Errorf("bwrap: releasing the program: %w", werr)
 			}
-		}
-		return pid, nil
-	}
-	supervisorSignal := l.Signal
-	l.Signal = func(sig os.Signal) error {
-		if p := s.programPid(); p > 0 {
-			if ss, ok := sig.(syscall.Signal); ok {
-				return syscall.Kill(p, ss)
+			return nil
+		},
+		ProgramPid: func(int) int { return s.programPid() },
+		Release: func() error {
+			if blockW != nil {
+				blockW.Close()
 			}
-		}
-		return supervisorSignal(sig)
-	}
-	status := l.Status
-	l.Status = func() (syscall.WaitStatus, error) {
-		ws, err := status()
-		return launch.SignalStatus(ws), err
-	}
-	cleanup := l.Cleanup
-	l.Cleanup = func() error {
-		release()
-		if blockW != nil {
-			blockW.Close()
-		}
-		nerr := s.close()
-		if cleanup != nil {
-			return errors.Join(cleanup(), nerr)
-		}
-		return nerr
+			return s.close()
+		},
+	})
+	if err != nil {
+		releaseOwn()
+		return nil, err
 	}
 	return l, nil
 }
@@ -248,18 +207,6 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 // defaults mask.
 var procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
 	"/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi", "/proc/sysrq-trigger"}
-
-// dirOf is the program's working directory (which bwrap, run as another uid,
-// must reach to enter it).
-func dirOf(req *driver.Request) string {
-	if req.Dir != "" {
-		return req.Dir
-	}
-	if wd, err := os.Getwd(); err == nil {
-		return wd
-	}
-	return "/"
-}
 
 // arguments builds bwrap's options (read from a descriptor, so that the
 // environment's values never show in the host's process list) and the command it
@@ -339,15 +286,9 @@ func (c *compiled) arguments(view *hostview.View, req *driver.Request, h hostSta
 	// The working directory: where it is shown, else / (no directory is made on
 	// the way to a path the policy does not show: a working directory under
 	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=).
-	dir := req.Dir
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	dir := wrapper.RealWorkDir(req.Dir)
 	switch _, visible := view.Visible(dir); {
-	case dir == "" || !filepath.IsAbs(dir):
+	case !filepath.IsAbs(dir):
 		dir = "/"
 	case visible, hostview.Within(dir, "/proc"):
 	case hostview.Within(dir, "/dev"):
@@ -466,31 +407,11 @@ func bindArgs(b hostview.Bind) []string {
 	return []string{"--ro-bind", b.Path, b.Path}
 }
 
-// memfd makes an anonymous file.
-func memfd(name string) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("bwrap: %s: %w", name, err)
-	}
-	return os.NewFile(uintptr(fd), name), nil
-}
+// memfd makes an anonymous file holding b, read from its start.
+func memfd(name string, b []byte) (*os.File, error) { return wrapper.Memfd(Name, name, b) }
 
-// memfdWith makes an anonymous file holding b, read from its start.
-func memfdWith(name string, b []byte) (*os.File, error) {
-	f, err := memfd(name)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("bwrap: %s: %w", name, err)
-	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return f, nil
-}
+// errNoInfo reports a bwrap that never said which process holds its namespaces.
+var errNoInfo = errors.New("bwrap did not report its sandbox's namespaces")
 
 // session follows one running bwrap: its --info-fd report names the first
 // process of the sandbox's namespaces.
@@ -543,16 +464,7 @@ func (s *session) programPid() int {
 	if s.asPID1 {
 		return child
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", child, child))
-	if err != nil {
-		return 0
-	}
-	f := strings.Fields(string(b))
-	if len(f) == 0 {
-		return 0
-	}
-	pid, _ := strconv.Atoi(f[0])
-	return pid
+	return wrapper.FirstChild(child)
 }
 
 // setupNetwork sets the network filter up in the sandbox's namespaces (those of

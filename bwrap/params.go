@@ -3,10 +3,12 @@ package bwrap
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -23,14 +25,12 @@ type option struct {
 	check func(args []string) error
 }
 
+// Why a policy may not pass an option, for the reasons of this tool alone (the
+// shared ones are package wrapper's: WhyNet, WhyEnv, WhyCaps, WhyOwn).
 const (
 	whyFiles   = "it shows host paths: use expose-ro= or expose-rw="
-	whyEnv     = "the environment is exactly the policy's env= rules"
-	whyNet     = "the network is the policy's net= rules"
 	whyFD      = "it takes a descriptor, which a rule file cannot give"
-	whyCaps    = "the sandboxed program holds no capability"
 	whyHostMod = "it changes the mode of a host file through a bind mount"
-	whyOwn     = "the provider sets it itself"
 )
 
 // options are bwrap's options (0.8 and later), with what a policy may do with
@@ -78,13 +78,13 @@ var options = map[string]option{
 	"overlay":         {arity: 3, refused: whyFiles},
 	"tmp-overlay":     {arity: 1, refused: whyFiles},
 	"ro-overlay":      {arity: 1, refused: whyFiles},
-	"proc":            {arity: 1, refused: whyOwn},
-	"dev":             {arity: 1, refused: whyOwn},
-	"clearenv":        {refused: whyEnv},
-	"setenv":          {arity: 2, refused: whyEnv},
-	"unsetenv":        {arity: 1, refused: whyEnv},
-	"share-net":       {refused: whyNet},
-	"cap-add":         {arity: 1, refused: whyCaps},
+	"proc":            {arity: 1, refused: wrapper.WhyOwn},
+	"dev":             {arity: 1, refused: wrapper.WhyOwn},
+	"clearenv":        {refused: wrapper.WhyEnv},
+	"setenv":          {arity: 2, refused: wrapper.WhyEnv},
+	"unsetenv":        {arity: 1, refused: wrapper.WhyEnv},
+	"share-net":       {refused: wrapper.WhyNet},
+	"cap-add":         {arity: 1, refused: wrapper.WhyCaps},
 	"chmod":           {arity: 2, refused: whyHostMod},
 	"args":            {arity: 1, refused: whyFD},
 	"seccomp":         {arity: 1, refused: whyFD},
@@ -101,10 +101,10 @@ var options = map[string]option{
 	"bind-data":       {arity: 2, refused: whyFD},
 	"ro-bind-data":    {arity: 2, refused: whyFD},
 	"lock-file":       {arity: 1, refused: "it takes a lock on a host path"},
-	"exec-label":      {arity: 1, refused: whyOwn},
-	"file-label":      {arity: 1, refused: whyOwn},
-	"argv0":           {arity: 1, refused: whyOwn},
-	"level-prefix":    {refused: whyOwn},
+	"exec-label":      {arity: 1, refused: wrapper.WhyOwn},
+	"file-label":      {arity: 1, refused: wrapper.WhyOwn},
+	"argv0":           {arity: 1, refused: wrapper.WhyOwn},
+	"level-prefix":    {refused: wrapper.WhyOwn},
 	"help":            {refused: "not an option for a sandbox"},
 	"version":         {refused: "not an option for a sandbox"},
 }
@@ -146,61 +146,43 @@ func octal(a []string) error {
 	return nil
 }
 
+// Refusal says why a policy may not pass the option ("" when it may).
+func (o option) Refusal() string { return o.refused }
+
 // paramArgs validates the bwrap.<opt>= lines and returns them as bwrap
-// arguments, in order. known lists the options of the installed bwrap (nil: do
-// not check). Every problem is an error naming the line.
+// arguments, in order, with the option of each line. known lists the options of
+// the installed bwrap (nil: do not check). Every problem is an error naming the
+// line.
 func paramArgs(params []policy.Param, known map[string]bool) ([]string, []string, []error) {
 	var args []string
 	var names []string // the option of each parameter, for the prefix check
-	var errs []error
-	bad := func(prm policy.Param, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", hostview.RuleRef(prm.Rule), fmt.Sprintf(format, a...)))
-	}
-	for i, prm := range params {
+	errs := wrapper.CheckParams(Name, params, options, known, func(i int, prm policy.Param, opt option, value string) error {
 		name := prm.Name
-		opt, ok := options[name]
-		switch {
-		case !ok:
-			bad(prm, "unknown bwrap option --%s", name)
-			continue
-		case opt.refused != "":
-			bad(prm, "bwrap option --%s is refused: %s", name, opt.refused)
-			continue
-		case known != nil && !known[name]:
-			bad(prm, "the installed bwrap has no option --%s", name)
-			continue
-		}
-		value := strings.TrimSpace(prm.Value)
 		var vals []string
 		switch opt.arity {
 		case 0:
-			if value != "" && !isTrue(value) {
-				bad(prm, "bwrap option --%s takes no value (write bwrap.%s= or bwrap.%s=true)", name, name, name)
-				continue
+			if err := wrapper.Flag(Name, name, value); err != nil {
+				return err
 			}
 		case 1:
 			if value == "" {
-				bad(prm, "bwrap option --%s needs a value", name)
-				continue
+				return fmt.Errorf("bwrap option --%s needs a value", name)
 			}
 			vals = []string{value}
 		default:
 			vals = strings.Fields(value)
 			if len(vals) != opt.arity {
-				bad(prm, "bwrap option --%s takes %d values separated by spaces, got %d", name, opt.arity, len(vals))
-				continue
+				return fmt.Errorf("bwrap option --%s takes %d values separated by spaces, got %d", name, opt.arity, len(vals))
 			}
 		}
 		for _, v := range vals {
 			if strings.ContainsRune(v, 0) {
-				bad(prm, "bwrap option --%s: the value holds a NUL byte", name)
-				continue
+				return fmt.Errorf("bwrap option --%s: the value holds a NUL byte", name)
 			}
 		}
 		if opt.check != nil {
 			if err := opt.check(vals); err != nil {
-				bad(prm, "bwrap option --%s: %v", name, err)
-				continue
+				return fmt.Errorf("bwrap option --%s: %v", name, err)
 			}
 		}
 		if len(opt.prefixOf) > 0 {
@@ -208,31 +190,14 @@ func paramArgs(params []policy.Param, known map[string]bool) ([]string, []string
 			if i+1 < len(params) {
 				next = params[i+1].Name
 			}
-			if !contains(opt.prefixOf, next) {
-				bad(prm, "bwrap option --%s applies to the next option, which must be one of --%s (got %q)", name, strings.Join(opt.prefixOf, ", --"), next)
-				continue
+			if !slices.Contains(opt.prefixOf, next) {
+				return fmt.Errorf("bwrap option --%s applies to the next option, which must be one of --%s (got %q)", name, strings.Join(opt.prefixOf, ", --"), next)
 			}
 		}
 		args = append(args, "--"+name)
 		args = append(args, vals...)
 		names = append(names, name)
-	}
+		return nil
+	})
 	return args, names, errs
-}
-
-func isTrue(v string) bool {
-	switch strings.ToLower(v) {
-	case "true", "yes", "1", "on":
-		return true
-	}
-	return false
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,24 +2,11 @@ package bwrap
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
-	"regexp"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
-	"github.com/pysandboxes/pysandboxes/internal/hostid"
-	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
-	"github.com/pysandboxes/pysandboxes/internal/prepare"
-	"github.com/pysandboxes/pysandboxes/internal/seccomp"
-	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
 func init() {
@@ -29,125 +16,13 @@ func init() {
 // Name is the os-sandbox= value of the provider.
 const Name = "bwrap"
 
-// probeTimeout bounds each run of bwrap made by the probe.
-const probeTimeout = 10 * time.Second
-
 // Provider is the bwrap provider. Importing the package registers one; its zero
 // value is ready to use (with pysandboxes.UseProvider, for example).
 type Provider struct {
 	// Binary, when set, is the bwrap binary to use (default: bwrap on PATH).
 	Binary string
 
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
-}
-
-// hostState is what the provider found on this host.
-type hostState struct {
-	bwrap      string          // absolute path of the binary
-	version    string          // "0.8.0"
-	known      map[string]bool // the options its --help lists
-	env        string          // the env(1) used to start the program ("" when missing)
-	err        error           // why bwrap cannot run here
-	seccompErr error           // nil when seccomp filters can be built
-	netErr     error           // nil when net= rules can be filtered
-	landlock   int             // the kernel's Landlock ABI (0: none)
-	idmap      bool            // run as root: bwrap runs as hostid.UID, the exposed directories idmapped
-	idErr      error           // why the program would hold a host identity (nil: it does not)
-	hideErr    error           // why ignore= cannot hold over time here (nil: the filter serves the exposed directories)
-}
-
-var versionRE = regexp.MustCompile(`bubblewrap ([0-9][0-9.]*)`)
-var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9-]+)`)
-
-func (p *Provider) host() hostState {
-	p.once.Do(func() { p.state = probeHost(p.Binary) })
-	return p.state
-}
-
-// probeHost finds bwrap, reads its version and options, and runs it once to check
-// that it can create its namespaces here.
-func probeHost(binary string) hostState {
-	var h hostState
-	h.seccompErr = seccomp.Available()
-	h.landlock, _ = supervise.LandlockABI()
-	if binary == "" {
-		path, err := exec.LookPath("bwrap")
-		if err != nil {
-			h.err = errors.New("bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
-			return h
-		}
-		binary = path
-	}
-	h.bwrap = binary
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	h.netErr = netfilterAvailable(ctx)
-	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
-	if err != nil {
-		h.err = fmt.Errorf("%s --version failed: %v: %s", binary, err, strings.TrimSpace(string(out)))
-		return h
-	}
-	m := versionRE.FindSubmatch(out)
-	if m == nil {
-		h.err = fmt.Errorf("%s --version does not name a bubblewrap version: %q", binary, strings.TrimSpace(string(out)))
-		return h
-	}
-	h.version = string(m[1])
-	if !versionAtLeast(h.version, 0, 8) {
-		h.err = fmt.Errorf("bubblewrap %s is too old: 0.8.0 or later is needed (--disable-userns, --args)", h.version)
-		return h
-	}
-	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
-	for _, need := range []string{"args", "seccomp", "info-fd", "die-with-parent", "disable-userns", "cap-drop", "clearenv", "setenv", "unshare-user"} {
-		if !h.known[need] {
-			h.err = fmt.Errorf("%s (bubblewrap %s) lacks --%s", binary, h.version, need)
-			return h
-		}
-	}
-	h.env = nsutil.Env()
-	// One real run: the namespaces this provider always asks for.
-	cmd := exec.CommandContext(ctx, binary, "--unshare-user", "--unshare-ipc", "--unshare-pid", "--unshare-net",
-		"--unshare-uts", "--unshare-cgroup-try", "--disable-userns", "--die-with-parent", "--cap-drop", "ALL",
-		"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--", binary, "--version")
-	cmd.Env = []string{}
-	if os.Geteuid() == 0 {
-		// Run as root, bwrap runs as an unprivileged uid (see package
-		// internal/hostid): the same run as that uid.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: hostid.UID, Gid: hostid.GID}}
-		switch {
-		case supervise.ViewAvailable() != nil:
-			h.idErr = fmt.Errorf("run as root, the program would be the host's root: %w", supervise.ViewAvailable())
-		case !hostid.Root():
-			h.idErr = errors.New("run as root outside the initial user namespace, the program would be this root")
-		default:
-			h.idmap = true
-		}
-	}
-	if !h.idmap && os.Geteuid() == 0 {
-		cmd.SysProcAttr = nil
-	}
-	h.hideErr = hideview.Available()
-	if h.hideErr == nil && !h.idmap {
-		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a bwrap run as another uid")
-	}
-	if out, err := cmd.CombinedOutput(); err != nil {
-		h.err = fmt.Errorf("bwrap cannot create its namespaces here (%v: %s): user namespaces must be usable without privilege "+
-			"(sysctl user.max_user_namespaces > 0, kernel.unprivileged_userns_clone=1 where it exists, "+
-			"kernel.apparmor_restrict_unprivileged_userns=0 on Ubuntu); in a container, run it with a seccomp profile "+
-			"that allows clone(CLONE_NEWUSER) and mount (Docker: --security-opt seccomp=unconfined, or --privileged)",
-			err, strings.TrimSpace(string(out)))
-	}
-	return h
-}
-
-// versionAtLeast compares a dotted version with major.minor.
-func versionAtLeast(v string, major, minor int) bool {
-	var a, b int
-	fmt.Sscanf(v, "%d.%d", &a, &b)
-	return a > major || (a == major && b >= minor)
+	core wrapper.Core[hostState]
 }
 
 // Name returns "bwrap".
@@ -169,6 +44,9 @@ func (p *Provider) Capabilities() driver.Capability {
 	}
 	return c
 }
+
+// netCapabilities are claimed when the network filter works here.
+const netCapabilities = wrapper.NetCapabilities
 
 // capabilities is what the provider enforces when bwrap works (ok), with or
 // without seccomp filters, env(1) (which removes the PWD bwrap adds), the
@@ -207,31 +85,6 @@ func capabilities(ok, seccompOK, envOK, netOK, listenOK, idOK bool) driver.Capab
 	return c
 }
 
-// Compile translates the policy once per sandbox (see the package documentation).
-// It fails, naming the rule, when the policy needs something this provider cannot
-// enforce and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().err; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
-}
-
-// Prepare makes the launch: bwrap, started by the supervisor (resource limits,
-// tree kill), with the arguments built from the policy and what this program
-// needs to run.
-func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return c.prepare(ctx, req, h, logger)
-}
-
 // Details describes what the provider does on this host, one line each, for
 // `pysandboxes probe`.
 func (p *Provider) Details() []string {
@@ -243,8 +96,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("bubblewrap %s at %s, started by the supervisor (resource limits, whole-tree kill)", h.version, h.bwrap),
 		"namespaces: user (no capability: --cap-drop ALL, nested user namespaces disabled), mount, pid, ipc, uts, cgroup, network",
 		"file system: a fresh root with only the exposed directories, what the program needs (read-only), /proc of the sandbox, a minimal /dev; never the host's /run, no /tmp unless exposed",
-		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
-			"the ignored files present at start are replaced by an unreadable device node, directories by an empty unreadable tmpfs (hide not claimed)",
+		wrapper.HideDetails("the ignored files present at start are replaced by an unreadable device node, directories by an empty unreadable tmpfs (hide not claimed)"),
 	}
 	if h.seccompErr != nil {
 		out = append(out, "seccomp: unavailable ("+h.seccompErr.Error()+"): seccomp is not claimed")

@@ -26,6 +26,10 @@
 //
 // # Translation of the policy
 //
+// Compile translates the policy once per sandbox; Prepare adds what each program
+// needs to run. The steps the two wrapper providers (bwrap, firejail) take alike
+// are package internal/wrapper's.
+//
 //   - The file system: the whole tree read-only (--read-only=/). Every entry of
 //     /, of /usr and of /run (but firejail's own) is a unit: a unit that holds
 //     nothing the sandbox shows is blacklisted (an empty, read-only directory

@@ -4,25 +4,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hidefs"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
-	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
 )
@@ -40,30 +34,28 @@ var extraSyscalls = []string{"io_uring_setup", "io_uring_enter", "io_uring_regis
 // them: no sound, video, 3D, DVD, TV, U2F or input devices, no printers.
 var hardening = []string{"nosound", "novideo", "no3d", "nodvd", "notv", "nou2f", "noinput", "noprinters", "nogroups"}
 
+// Prepare makes the launch: firejail, started by the supervisor (resource
+// limits, tree kill), with the options built from the policy and what this
+// program needs to run.
+func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
+	h := p.host()
+	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.prepare(ctx, req, h, &p.envs, logger)
+	})
+}
+
 // prepare makes the launch of one program.
 func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState, ec *envCache, logger *slog.Logger) (*driver.Launch, error) {
-	if !filepath.IsAbs(req.Path) {
-		return nil, fmt.Errorf("firejail: %q is not an absolute path", req.Path)
-	}
-	programs := []string{req.Path}
-	if h.env != "" {
-		if strings.Contains(req.Path, "=") {
-			return nil, fmt.Errorf("firejail: cannot start %q: the program is started through %s, which takes a path holding \"=\" for a variable", req.Path, h.env)
-		}
-		programs = append(programs, h.env)
+	programs, err := wrapper.Programs(Name, req.Path, h.env)
+	if err != nil {
+		return nil, err
 	}
 	if err := c.checkLimits(req.Limits); err != nil {
 		return nil, err
 	}
-	view, err := c.planner.Plan(ctx, programs...)
+	view, err := c.View(ctx, Name, logger, programs)
 	if err != nil {
 		return nil, err
-	}
-	for _, se := range view.ScanErrors {
-		if !c.accepted.Has(driver.CapHide) {
-			return nil, fmt.Errorf("%w (accept the capability %s to run with ignore= unenforced there)", se, driver.CapHide)
-		}
-		logger.Warn("os-sandbox firejail: "+se.Error()+" (accepted: not enforced there)", "provider", Name)
 	}
 	opts := []string{
 		"--caps.drop=all", "--nonewprivs",
@@ -94,7 +86,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		return errors.Join(errs...)
 	}
 	var netns string
-	if c.net == nil || !c.net.setup {
+	if c.Net == nil || !c.Net.Setup {
 		opts = append(opts, "--net=none")
 	} else {
 		name, path, cleanup, err := netfilter.NewNamed(ctx)
@@ -102,13 +94,13 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 			return nil, fmt.Errorf("firejail: %w", err)
 		}
 		netCleanup = append(netCleanup, cleanup)
-		sess, err := c.net.filter.Setup(ctx, netfilter.Namespace{Net: path})
+		sess, err := c.Net.Filter.Setup(ctx, netfilter.Namespace{Net: path})
 		if err != nil {
 			releaseNet()
 			return nil, fmt.Errorf("firejail: %w", err)
 		}
 		netCleanup = append(netCleanup, sess.Close)
-		if c.idmap {
+		if c.IDMap {
 			// Run for an unprivileged uid, firejail refuses --netns
 			// (restricted-network): the supervisor joins the namespace, and
 			// firejail keeps the one it starts in.
@@ -118,11 +110,11 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		}
 	}
 	var extraShown []string
-	if c.net != nil {
+	if c.Net != nil {
 		// The filter's hosts file (through a descriptor) and resolver.
 		extraShown = append(extraShown, "/etc/hosts")
-		if c.net.dns != "" {
-			opts = append(opts, "--dns="+c.net.dns)
+		if c.Net.Resolver != "" {
+			opts = append(opts, "--dns="+c.Net.Resolver)
 		}
 	}
 	files, err := c.fileOptions(view, extraShown...)
@@ -148,6 +140,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		var fix []string
 		own, fix, err = splitEnv(ctx, ec, h, req.Env)
 		if err != nil {
+			releaseNet()
 			return nil, err
 		}
 		command = append([]string{h.env}, fix...)
@@ -164,15 +157,15 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	// path with '#', which starts a comment there) stays on the command line.
 	profileFD := 3 + len(req.ExtraFiles)
 	var hostsFile *os.File
-	if c.net != nil {
-		if hostsFile, err = memfdWith("firejail-hosts", c.net.filter.Hosts()); err != nil {
+	if c.Net != nil {
+		if hostsFile, err = wrapper.Memfd(Name, "firejail-hosts", c.Net.Filter.Hosts()); err != nil {
 			releaseNet()
 			return nil, err
 		}
 		opts = append(opts, "--hosts-file=/proc/self/fd/"+strconv.Itoa(profileFD+1))
 	}
 	profile, cmdline := profileLines(opts)
-	pf, err := memfdWith("firejail-profile", []byte(strings.Join(profile, "\n")+"\n"))
+	pf, err := wrapper.Memfd(Name, "firejail-profile", []byte(strings.Join(profile, "\n")+"\n"))
 	if err != nil {
 		if hostsFile != nil {
 			hostsFile.Close()
@@ -180,10 +173,13 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		releaseNet()
 		return nil, err
 	}
+	held := []*os.File{pf}
+	if hostsFile != nil {
+		held = append(held, hostsFile)
+	}
 	closeFiles := func() {
-		pf.Close()
-		if hostsFile != nil {
-			hostsFile.Close()
+		for _, f := range held {
+			f.Close()
 		}
 	}
 	args := append([]string{"firejail", "--quiet", "--profile=/proc/self/fd/" + strconv.Itoa(profileFD)}, cmdline...)
@@ -203,42 +199,28 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	if sub.Env == nil {
 		sub.Env = []string{}
 	}
-	sub.ExtraFiles = append(append([]*os.File(nil), req.ExtraFiles...), pf)
-	if hostsFile != nil {
-		sub.ExtraFiles = append(sub.ExtraFiles, hostsFile)
-	}
+	sub.ExtraFiles = append(append([]*os.File(nil), req.ExtraFiles...), held...)
 	var stages []supervise.Stage
-	if c.listen != nil {
-		stages = append(stages, *c.listen)
+	if c.Listen != nil {
+		stages = append(stages, *c.Listen)
 	}
 	var hv *supervise.View
-	var filters *hideview.Servers
-	if len(c.served) > 0 {
-		if filters, err = hideview.Start(c.served, hideview.Paths(c.planner.Exposes), c.planner.Ignores, hidefs.IDs{UID: hostid.UID, GID: hostid.GID}, 0, logger); err != nil {
-			closeFiles()
-			releaseNet()
-			return nil, err
-		}
+	filters, err := c.StartFilters(logger)
+	if err != nil {
+		closeFiles()
+		releaseNet()
+		return nil, err
 	}
-	if c.idmap {
+	if c.IDMap {
 		// firejail runs for an unprivileged uid (see package internal/hostid),
 		// in a view where the exposed directories are idmapped to it and an
 		// account names it.
-		var sources []string
-		for _, b := range view.Binds {
-			sources = append(sources, b.Path)
-		}
-		dir := req.Dir
-		if dir == "" {
-			dir, _ = os.Getwd()
-		}
-		mapped := idmappable(c.exposes, h.firejail)
-		ops := filters.Into(hostid.Idmapped(mapped, append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
-		if c.net != nil && idmappedFile(mapped, "/etc/hosts") {
+		ops := c.Idmapped(view, wrapper.WorkDir(req.Dir), filters)
+		if c.Net != nil && idmappedFile(c.Mapped, "/etc/hosts") {
 			// firejail takes --hosts-file only over an /etc/hosts that root owns:
 			// idmapped, the host's is the program's uid's. The filter's goes over
 			// it first (a file of the supervisor's, root's).
-			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/hosts", Data: c.net.filter.Hosts()})
+			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/hosts", Data: c.Net.Filter.Hosts()})
 		}
 		if netns != "" {
 			ops = append(ops, supervise.ViewOp{Kind: supervise.ViewNetNS, Path: netns})
@@ -255,54 +237,21 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 			// root without no_new_privs, it stays over setuid firejail.
 			stages = append(stages, supervise.Stage{Kind: supervise.StageSeccompKeepPrivs, BPF: c.identityBPF})
 		}
-		stages = append(stages, supervise.Stage{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}})
+		stages = append(stages, wrapper.IdentityStage())
 	}
-	var viewFiles []*os.File
-	if filters != nil {
-		viewFiles = filters.Files()
-	}
-	l, err := launch.Supervised(&sub, launch.Options{Stages: stages, View: hv, ViewFiles: viewFiles})
+	l, err := wrapper.Supervise(wrapper.Run{
+		Tool:    &sub,
+		Options: launch.Options{Stages: stages, View: hv},
+		Filters: filters,
+		Files:   held,
+		// firejail would forward a signal, then end itself by it (losing the
+		// program's exit status): the program gets it directly.
+		ProgramPid: programPid,
+		Release:    releaseNet,
+	})
 	if err != nil {
-		filters.Stop(0)
-		closeFiles()
 		releaseNet()
 		return nil, err
-	}
-	filters.Attach(l)
-	status := l.Status
-	l.Status = func() (syscall.WaitStatus, error) {
-		ws, err := status()
-		return launch.SignalStatus(ws), err
-	}
-	var once sync.Once
-	release := func() { once.Do(closeFiles) }
-	cleanup := l.Cleanup
-	l.Cleanup = func() error {
-		release()
-		var err error
-		if cleanup != nil {
-			err = cleanup()
-		}
-		return errors.Join(err, releaseNet())
-	}
-	var firejailPid atomic.Int64
-	start := l.Start
-	l.Start = func(ctx context.Context) (int, error) {
-		pid, err := start(ctx)
-		release() // firejail holds its own copy now
-		firejailPid.Store(int64(pid))
-		return pid, err
-	}
-	supervisorSignal := l.Signal
-	l.Signal = func(sig os.Signal) error {
-		// firejail would forward the signal, then end itself by it (losing the
-		// program's exit status): the program gets it directly.
-		if p := programPid(int(firejailPid.Load())); p > 0 {
-			if ss, ok := sig.(syscall.Signal); ok {
-				return syscall.Kill(p, ss)
-			}
-		}
-		return supervisorSignal(sig)
 	}
 	return l, nil
 }
@@ -380,22 +329,6 @@ func profileLines(opts []string) (profile, cmdline []string) {
 		}
 	}
 	return profile, cmdline
-}
-
-// memfdWith makes an anonymous file holding b, read from its start.
-func memfdWith(name string, b []byte) (*os.File, error) {
-	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC)
-	if err != nil {
-		return nil, fmt.Errorf("firejail: %s: %w", name, err)
-	}
-	f := os.NewFile(uintptr(fd), name)
-	if _, err := f.Write(b); err == nil {
-		if _, err = f.Seek(0, io.SeekStart); err == nil {
-			return f, nil
-		}
-	}
-	f.Close()
-	return nil, fmt.Errorf("firejail: %s: cannot write it", name)
 }
 
 // checkLimits refuses a firejail.rlimit-* parameter that would raise a limit the
@@ -555,12 +488,7 @@ func (c *compiled) fileOptions(view *hostview.View, extra ...string) ([]string, 
 // workDir is the program's working directory in the sandbox: dir (or the
 // host's) where the sandbox shows it, else /.
 func (c *compiled) workDir(view *hostview.View, dir string) string {
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
+	dir = wrapper.RealWorkDir(dir)
 	if !filepath.IsAbs(dir) || strings.Contains(dir, "${") {
 		return "/"
 	}
@@ -576,20 +504,5 @@ func (c *compiled) workDir(view *hostview.View, dir string) string {
 // programPid finds the program: the child of firejail's child (the sandbox's
 // first process), or 0.
 func programPid(firejail int) int {
-	pid := firejail
-	for range 2 {
-		if pid <= 0 {
-			return 0
-		}
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid))
-		if err != nil {
-			return 0
-		}
-		f := strings.Fields(string(b))
-		if len(f) == 0 {
-			return 0
-		}
-		pid, _ = strconv.Atoi(f[0])
-	}
-	return pid
+	return wrapper.FirstChild(wrapper.FirstChild(firejail))
 }

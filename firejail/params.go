@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes/internal/bytesize"
-	"github.com/pysandboxes/pysandboxes/internal/hostview"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
 )
@@ -23,12 +23,10 @@ type param struct {
 	rlimit int
 }
 
+// Why a policy may not pass an option, for the reasons of this tool alone (the
+// shared ones are package wrapper's: WhyNet, WhyEnv, WhyCaps, WhyOwn).
 const (
 	whyFiles = "it changes what the sandbox shows of the host: use expose-ro=, expose-rw= or ignore="
-	whyNet   = "the network is the policy's net= rules"
-	whyEnv   = "the environment is exactly the policy's env= rules"
-	whyCaps  = "the sandboxed program holds no capability"
-	whyOwn   = "the provider sets it itself"
 	whyWeak  = "it would weaken the seccomp filter"
 	whyHost  = "it acts on other sandboxes or the host, not on this one"
 )
@@ -62,24 +60,24 @@ var params = map[string]param{
 	"seccomp.32.drop":   {refused: whyWeak},
 	"seccomp.32.keep":   {refused: whyWeak},
 	"allow-debuggers":   {refused: whyWeak + " (it allows ptrace)"},
-	"net":               {refused: whyNet},
-	"netns":             {refused: whyNet},
-	"netfilter":         {refused: whyNet},
-	"netfilter6":        {refused: whyNet},
-	"interface":         {refused: whyNet},
-	"ip":                {refused: whyNet},
-	"ip6":               {refused: whyNet},
-	"dns":               {refused: whyNet},
-	"hosts-file":        {refused: whyNet},
-	"protocol":          {refused: whyOwn},
-	"defaultgw":         {refused: whyNet},
-	"veth-name":         {refused: whyNet},
+	"net":               {refused: wrapper.WhyNet},
+	"netns":             {refused: wrapper.WhyNet},
+	"netfilter":         {refused: wrapper.WhyNet},
+	"netfilter6":        {refused: wrapper.WhyNet},
+	"interface":         {refused: wrapper.WhyNet},
+	"ip":                {refused: wrapper.WhyNet},
+	"ip6":               {refused: wrapper.WhyNet},
+	"dns":               {refused: wrapper.WhyNet},
+	"hosts-file":        {refused: wrapper.WhyNet},
+	"protocol":          {refused: wrapper.WhyOwn},
+	"defaultgw":         {refused: wrapper.WhyNet},
+	"veth-name":         {refused: wrapper.WhyNet},
 	"bandwidth":         {refused: whyHost},
-	"env":               {refused: whyEnv},
-	"rmenv":             {refused: whyEnv},
-	"caps":              {refused: whyCaps},
-	"caps.keep":         {refused: whyCaps},
-	"caps.drop":         {refused: whyOwn},
+	"env":               {refused: wrapper.WhyEnv},
+	"rmenv":             {refused: wrapper.WhyEnv},
+	"caps":              {refused: wrapper.WhyCaps},
+	"caps.keep":         {refused: wrapper.WhyCaps},
+	"caps.drop":         {refused: wrapper.WhyOwn},
 	"noroot":            {refused: "it needs a non-root user (firejail runs as root here)"},
 	"whitelist":         {refused: whyFiles},
 	"nowhitelist":       {refused: whyFiles},
@@ -97,8 +95,8 @@ var params = map[string]param{
 	"private-home":      {refused: whyFiles},
 	"private-opt":       {refused: whyFiles},
 	"private-srv":       {refused: whyFiles},
-	"private-dev":       {refused: whyOwn},
-	"private-cwd":       {refused: whyOwn},
+	"private-dev":       {refused: wrapper.WhyOwn},
+	"private-cwd":       {refused: wrapper.WhyOwn},
 	"private-cache":     {refused: whyFiles},
 	"writable-etc":      {refused: whyFiles},
 	"writable-var":      {refused: whyFiles},
@@ -109,13 +107,13 @@ var params = map[string]param{
 	"keep-config-pulse": {refused: whyFiles},
 	"chroot":            {refused: whyFiles},
 	"overlay":           {refused: whyFiles},
-	"ignore":            {refused: whyOwn},
-	"include":           {refused: whyOwn},
-	"profile":           {refused: whyOwn},
-	"noprofile":         {refused: whyOwn},
-	"keep-fd":           {refused: whyOwn},
-	"quiet":             {refused: whyOwn},
-	"debug":             {refused: whyOwn},
+	"ignore":            {refused: wrapper.WhyOwn},
+	"include":           {refused: wrapper.WhyOwn},
+	"profile":           {refused: wrapper.WhyOwn},
+	"noprofile":         {refused: wrapper.WhyOwn},
+	"keep-fd":           {refused: wrapper.WhyOwn},
+	"quiet":             {refused: wrapper.WhyOwn},
+	"debug":             {refused: wrapper.WhyOwn},
 	"join":              {refused: whyHost},
 	"join-or-start":     {refused: whyHost},
 	"join-network":      {refused: whyHost},
@@ -129,7 +127,7 @@ var params = map[string]param{
 	"dbus-user":         {refused: whyFiles},
 	"dbus-system":       {refused: whyFiles},
 	"appimage":          {refused: whyFiles},
-	"apparmor":          {refused: whyOwn},
+	"apparmor":          {refused: wrapper.WhyOwn},
 	"trace":             {refused: whyFiles},
 	"tracelog":          {refused: whyFiles},
 	"output":            {refused: whyFiles},
@@ -232,46 +230,27 @@ func (u userParam) arg() string {
 	return "--" + u.name + "=" + u.value
 }
 
+// Refusal says why a policy may not pass the parameter ("" when it may).
+func (p param) Refusal() string { return p.refused }
+
 // parseParams validates the firejail.<key>= lines. known lists the options of the
 // installed firejail (nil: do not check).
 func parseParams(ps []policy.Param, known map[string]bool) ([]userParam, []error) {
 	var out []userParam
-	var errs []error
-	bad := func(prm policy.Param, format string, a ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", hostview.RuleRef(prm.Rule), fmt.Sprintf(format, a...)))
-	}
-	for _, prm := range ps {
+	errs := wrapper.CheckParams(Name, ps, params, known, func(_ int, prm policy.Param, spec param, v string) error {
 		name := prm.Name
-		spec, ok := params[name]
-		switch {
-		case !ok:
-			bad(prm, "unknown firejail option --%s", name)
-			continue
-		case spec.refused != "":
-			bad(prm, "firejail option --%s is refused: %s", name, spec.refused)
-			continue
-		case known != nil && !known[name]:
-			bad(prm, "the installed firejail has no option --%s", name)
-			continue
-		}
-		v := strings.TrimSpace(prm.Value)
 		if strings.ContainsAny(v, "\x00\n") {
-			bad(prm, "firejail option --%s: the value holds a NUL byte or a newline", name)
-			continue
+			return fmt.Errorf("firejail option --%s: the value holds a NUL byte or a newline", name)
 		}
 		u := userParam{name: name, rule: prm.Rule, rlimit: spec.rlimit}
 		if spec.flag {
-			switch strings.ToLower(v) {
-			case "", "true", "yes", "1", "on":
-			default:
-				bad(prm, "firejail option --%s takes no value (write firejail.%s= or firejail.%s=true)", name, name, name)
-				continue
+			if err := wrapper.Flag(Name, name, v); err != nil {
+				return err
 			}
 		} else {
 			val, err := spec.check(v)
 			if err != nil {
-				bad(prm, "firejail option --%s: %v", name, err)
-				continue
+				return fmt.Errorf("firejail option --%s: %v", name, err)
 			}
 			u.value = val
 			if spec.rlimit != 0 {
@@ -279,6 +258,7 @@ func parseParams(ps []policy.Param, known map[string]bool) ([]userParam, []error
 			}
 		}
 		out = append(out, u)
-	}
+		return nil
+	})
 	return out, errs
 }

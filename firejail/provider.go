@@ -2,25 +2,12 @@ package firejail
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"os/user"
-	"regexp"
-	"strconv"
-	"strings"
-	"sync"
-	"syscall"
-	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
-	"github.com/pysandboxes/pysandboxes/internal/needs"
-	"github.com/pysandboxes/pysandboxes/internal/nsutil"
-	"github.com/pysandboxes/pysandboxes/internal/prepare"
-	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
 func init() {
@@ -30,215 +17,15 @@ func init() {
 // Name is the os-sandbox= value of the provider.
 const Name = "firejail"
 
-// probeTimeout bounds each run of firejail made by the probe.
-const probeTimeout = 20 * time.Second
-
 // Provider is the firejail provider. Importing the package registers one; its
 // zero value is ready to use (with pysandboxes.UseProvider, for example).
 type Provider struct {
 	// Binary, when set, is the firejail binary to use (default: firejail on PATH).
 	Binary string
 
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
+	core wrapper.Core[hostState]
 	// envs caches what firejail does to environments, by the names they hold.
 	envs envCache
-}
-
-// hostState is what the provider found on this host.
-type hostState struct {
-	firejail string          // absolute path of the binary
-	version  string          // "0.9.72"
-	known    map[string]bool // the options its --help lists
-	syscalls map[string]bool // the system calls its seccomp filter knows
-	env      string          // the env(1) that starts the program ("" when missing)
-	err      error           // why firejail cannot run here
-	netErr   error           // nil when net= rules can be filtered
-	// listen: Landlock's TCP bind rules can be applied to firejail (the kernel
-	// offers ABI 4 or later, and firejail runs as root, which needs no
-	// no_new_privs to be restricted).
-	listen bool
-	// idmap: run as root, firejail runs for hostid.UID (an account for it in the
-	// supervisor's view), the exposed directories idmapped.
-	idmap bool
-	idErr error // why the program would hold a host identity (nil: it does not)
-	// hideErr: why ignore= cannot hold over time here (nil: the filter serves
-	// the exposed directories).
-	hideErr error
-}
-
-var versionRE = regexp.MustCompile(`firejail version ([0-9][0-9.]*)`)
-var optionRE = regexp.MustCompile(`(?m)^\s+--([a-z0-9.-]+)`)
-
-// required are the options the provider relies on.
-var required = []string{"quiet", "noprofile", "caps.drop", "nonewprivs", "seccomp", "seccomp.block-secondary",
-	"restrict-namespaces", "protocol", "net", "netns", "hosts-file", "dns", "private-dev", "whitelist", "blacklist",
-	"read-only", "read-write", "keep-fd", "private-cwd"}
-
-func (p *Provider) host() hostState {
-	p.once.Do(func() { p.state = probeHost(p.Binary) })
-	return p.state
-}
-
-// probeHost finds firejail, checks that this user may run it, and runs it once to
-// check that it really isolates a program here.
-func probeHost(binary string) hostState {
-	var h hostState
-	abi, _ := supervise.LandlockABI()
-	h.listen = abi >= nsutil.ListenABI && os.Geteuid() == 0
-	if binary == "" {
-		path, err := exec.LookPath("firejail")
-		if err != nil {
-			h.err = errors.New("firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
-			return h
-		}
-		binary = path
-	}
-	h.firejail = binary
-	st, err := os.Stat(binary)
-	if err != nil {
-		h.err = fmt.Errorf("firejail: %w", err)
-		return h
-	}
-	if os.Geteuid() != 0 {
-		sys, _ := st.Sys().(*syscall.Stat_t)
-		if st.Mode()&os.ModeSetuid == 0 || sys == nil || sys.Uid != 0 {
-			h.err = fmt.Errorf("%s is not setuid root, and this process is not root (uid %d): firejail needs one or the other", binary, os.Geteuid())
-			return h
-		}
-		if err := checkUsersFile(); err != nil {
-			h.err = err
-			return h
-		}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
-	defer cancel()
-	h.netErr = netfilterAvailable(ctx)
-	out, err := exec.CommandContext(ctx, binary, "--version").CombinedOutput()
-	m := versionRE.FindSubmatch(out)
-	if err != nil || m == nil {
-		h.err = fmt.Errorf("%s --version does not name a firejail version (%v): %q", binary, err, strings.TrimSpace(string(out)))
-		return h
-	}
-	h.version = string(m[1])
-	h.known = nsutil.HelpOptions(ctx, binary, optionRE)
-	for _, need := range required {
-		if !h.known[need] {
-			h.err = fmt.Errorf("%s (firejail %s) lacks --%s: firejail 0.9.72 or later is needed", binary, h.version, need)
-			return h
-		}
-	}
-	sc, _ := exec.CommandContext(ctx, binary, "--debug-syscalls").Output()
-	h.syscalls = map[string]bool{}
-	for _, line := range strings.Split(string(sc), "\n") {
-		if f := strings.Fields(line); len(f) == 3 && f[1] == "-" {
-			h.syscalls[f[2]] = true
-		}
-	}
-	h.env = nsutil.Env()
-	// One real run: firejail must isolate the program (a pid namespace). In a
-	// container firejail may decide it is already sandboxed and run the program
-	// without any isolation.
-	cmd := exec.CommandContext(ctx, binary, "--quiet", "--noprofile", "--net=none", "--private-dev",
-		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "echo $$")
-	cmd.Env = []string{}
-	out, err = cmd.Output()
-	if err != nil {
-		var stderr string
-		if ee, ok := err.(*exec.ExitError); ok {
-			stderr = strings.TrimSpace(string(ee.Stderr))
-		}
-		h.err = fmt.Errorf("firejail cannot start a sandbox here (%v: %s): it needs to be root or setuid root, "+
-			"the user listed in /etc/firejail/firejail.users when that file exists, and namespaces it may create "+
-			"(it does not work in an unprivileged container)", err, stderr)
-		return h
-	}
-	pid, perr := strconv.Atoi(strings.TrimSpace(string(out)))
-	if perr != nil || pid > 64 {
-		h.err = fmt.Errorf("firejail did not isolate the program here (its pid is %q, not one of a new pid namespace): "+
-			"inside a container firejail may detect an existing sandbox and run programs without one", strings.TrimSpace(string(out)))
-		return h
-	}
-	if os.Geteuid() == 0 {
-		h.idErr = idTrial(ctx, binary)
-		h.idmap = h.idErr == nil
-	}
-	h.hideErr = hideview.Available()
-	if h.hideErr == nil && !h.idmap {
-		h.hideErr = errors.New("the filter of ignore= paths is mounted by the host's root for a firejail run for another uid")
-	}
-	return h
-}
-
-// idTrial runs firejail once as the unprivileged uid the program runs as when
-// the host is root (see package internal/hostid): nil when it works.
-func idTrial(ctx context.Context, binary string) error {
-	if err := supervise.ViewAvailable(); err != nil {
-		return fmt.Errorf("run as root, the program would be the host's root: %w", err)
-	}
-	if !hostid.Root() {
-		return errors.New("run as root outside the initial user namespace, the program would be this root")
-	}
-	view, err := accountView(nil)
-	if err != nil {
-		return err
-	}
-	spec := supervise.Spec{Path: binary, Args: []string{"firejail", "--quiet", "--noprofile", "--net=none", "--private-dev",
-		"--caps.drop=all", "--nonewprivs", "--seccomp", "--", "/bin/sh", "-c", "id -u"},
-		View: view, Stages: []supervise.Stage{{Kind: supervise.StageSetIdentity, Identity: &supervise.Identity{UID: hostid.UID, GID: hostid.GID}}}}
-	cmd, hd, err := supervise.Command(spec, "", []string{}, "/", nil)
-	if err != nil {
-		return err
-	}
-	defer hd.Close()
-	var out, errb strings.Builder
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if _, err := hd.Start(ctx, cmd); err != nil {
-		cmd.Wait()
-		return fmt.Errorf("firejail cannot run for uid %d here: %w", hostid.UID, err)
-	}
-	cmd.Wait()
-	ws, err := hd.Status()
-	if err == nil && (ws.ExitStatus() != 0 || strings.TrimSpace(out.String()) != strconv.Itoa(hostid.UID)) {
-		err = fmt.Errorf("exit status %d: %s", ws.ExitStatus(), strings.TrimSpace(errb.String()+out.String()))
-	}
-	if err != nil {
-		return fmt.Errorf("firejail cannot run for uid %d here (/etc/firejail/firejail.users must list it when it exists): %w", hostid.UID, err)
-	}
-	return nil
-}
-
-// accountView is the view firejail runs in as the unprivileged uid: an account
-// for it (firejail refuses a uid without one), and ops.
-func accountView(ops []supervise.ViewOp) (*supervise.View, error) {
-	passwd, group, err := hostid.Account()
-	if err != nil {
-		return nil, fmt.Errorf("an account for uid %d: %w", hostid.UID, err)
-	}
-	ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/passwd", Data: passwd},
-		supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/group", Data: group})
-	return &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: ops}, nil
-}
-
-// checkUsersFile explains a user that /etc/firejail/firejail.users does not list.
-func checkUsersFile() error {
-	const file = "/etc/firejail/firejail.users"
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil // no list: firejail.config decides, and the run tells
-	}
-	u, err := user.Current()
-	if err != nil {
-		return nil
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(line) == u.Username {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s does not list the user %s: firejail refuses non-root users it does not list (add the user, or run as root)", file, u.Username)
 }
 
 // Name returns "firejail".
@@ -265,6 +52,9 @@ func (p *Provider) Capabilities() driver.Capability {
 	return c
 }
 
+// netCapabilities are claimed when the network filter works here.
+const netCapabilities = wrapper.NetCapabilities
+
 // capabilities is what the provider enforces when firejail works (ok), with or
 // without env(1) (which removes the variables firejail adds), the network
 // filter and Landlock's TCP bind rules (listenOK). Never CapUnprivileged:
@@ -289,31 +79,6 @@ func capabilities(ok, envOK, netOK, listenOK bool) driver.Capability {
 	return c
 }
 
-// Compile translates the policy once per sandbox (see the package documentation).
-// It fails, naming the rule, when the policy needs something this provider cannot
-// enforce and that the caller did not accept.
-func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().err; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
-}
-
-// Prepare makes the launch: firejail, started by the supervisor (resource
-// limits, tree kill), with the options built from the policy and what this
-// program needs to run.
-func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
-	return c.prepare(ctx, req, h, &p.envs, logger)
-}
-
 // Details describes what the provider does on this host, one line each, for
 // `pysandboxes probe`.
 func (p *Provider) Details() []string {
@@ -325,8 +90,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("firejail %s at %s (setuid root; refuses non-root users not listed in /etc/firejail/firejail.users), started by the supervisor (resource limits, whole-tree kill)", h.version, h.firejail),
 		"no capability (--caps.drop=all), no_new_privs, firejail's seccomp filter plus io_uring, bpf, userfaultfd, ptrace, mount, namespaces and similar; --restrict-namespaces, native architecture only; sockets: unix, inet, inet6, netlink",
 		"file system: the whole tree read-only; every top directory not needed is blacklisted; what is needed is whitelisted (exposed directories read-only or read-write, what the program needs read-only); a private /dev (and /dev/shm); the host's /run hidden",
-		"ignore=: the exposed directories the rules reach are served by a filter (FUSE, package hideview) that hides the ignored names at every lookup, for the life of the sandbox (files made or renamed there later included), and scans nothing; without it (unprivileged) " +
-			"the ignored paths present at start are blacklisted (hide not claimed)",
+		wrapper.HideDetails("the ignored paths present at start are blacklisted (hide not claimed)"),
 		"start cost: firejail takes some 40 ms more than other namespace providers to set a sandbox up",
 	}
 	if h.env == "" {
