@@ -502,47 +502,12 @@ func (lk *linker) add(l Link) {
 	lk.links = append(lk.links, l)
 }
 
-// chain resolves path on the host component by component and records every
-// symbolic link met on the way.
+// chain records every symbolic link met on the way to path on the host.
 func (lk *linker) chain(path string) {
 	if !filepath.IsAbs(path) {
 		return
 	}
-	cur := filepath.Clean(path)
-	for hops := 0; hops < maxLinks; hops++ {
-		parts := strings.Split(strings.TrimPrefix(cur, "/"), "/")
-		prefix := "/"
-		restarted := false
-		for i, part := range parts {
-			if part == "" {
-				continue
-			}
-			next := filepath.Join(prefix, part)
-			fi, err := os.Lstat(next)
-			if err != nil {
-				return
-			}
-			if fi.Mode()&fs.ModeSymlink == 0 {
-				prefix = next
-				continue
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return
-			}
-			lk.add(Link{Path: next, Target: target})
-			resolved := target
-			if !filepath.IsAbs(target) {
-				resolved = filepath.Join(prefix, target)
-			}
-			cur = filepath.Join(append([]string{resolved}, parts[i+1:]...)...)
-			restarted = true
-			break
-		}
-		if !restarted {
-			return
-		}
-	}
+	LinkChain(path, func(link, target string) { lk.add(Link{Path: link, Target: target}) })
 }
 
 // script records the links to a "#!" script's interpreter (and to the command of
