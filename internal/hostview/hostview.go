@@ -523,91 +523,16 @@ func (lk *linker) script(path string, r *needs.Resolver, depth int) {
 	head := make([]byte, 256)
 	n, _ := f.Read(head)
 	f.Close()
-	interp, arg, ok := parseShebang(head[:n])
-	if !ok || !filepath.IsAbs(interp) {
+	interp, command := r.Shebang(head[:n])
+	if interp == "" {
 		return
 	}
 	lk.chain(interp)
 	lk.script(interp, r, depth+1)
-	if filepath.Base(interp) != "env" {
-		return
+	if command != "" {
+		lk.chain(command)
+		lk.script(command, r, depth+1)
 	}
-	name := envCommand(arg)
-	if name == "" {
-		return
-	}
-	if found := lookPath(name, pathList(r)); found != "" {
-		lk.chain(found)
-		lk.script(found, r, depth+1)
-	}
-}
-
-func parseShebang(head []byte) (interp, arg string, ok bool) {
-	s := string(head)
-	if !strings.HasPrefix(s, "#!") {
-		return "", "", false
-	}
-	line := s[2:]
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
-	}
-	line = strings.TrimSpace(strings.ReplaceAll(line, "\t", " "))
-	if line == "" {
-		return "", "", false
-	}
-	interp, arg, _ = strings.Cut(line, " ")
-	return interp, strings.TrimSpace(arg), true
-}
-
-// envCommand finds the command in the argument of "#!/usr/bin/env ARG" (as
-// internal/needs does).
-func envCommand(arg string) string {
-	words := strings.Fields(arg)
-	for i := 0; i < len(words); i++ {
-		wd := words[i]
-		switch {
-		case wd == "-S" || wd == "--split-string":
-			continue
-		case strings.HasPrefix(wd, "-S"):
-			return envCommand(strings.TrimPrefix(wd, "-S") + " " + strings.Join(words[i+1:], " "))
-		case wd == "-u" || wd == "--unset" || wd == "-C" || wd == "--chdir":
-			i++
-			continue
-		case strings.HasPrefix(wd, "-"), strings.Contains(wd, "="):
-			continue
-		}
-		return wd
-	}
-	return ""
-}
-
-func pathList(r *needs.Resolver) []string {
-	v := "/bin:/usr/bin"
-	if r != nil {
-		for i := len(r.Env) - 1; i >= 0; i-- {
-			if k, val, ok := strings.Cut(r.Env[i], "="); ok && k == "PATH" {
-				v = val
-				break
-			}
-		}
-	}
-	return filepath.SplitList(v)
-}
-
-func lookPath(name string, dirs []string) string {
-	if strings.Contains(name, "/") {
-		return ""
-	}
-	for _, d := range dirs {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }
 
 // errTooMany reports a walk beyond MaxScan entries.
