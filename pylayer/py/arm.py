@@ -234,16 +234,23 @@ def _wrap(orig, qual, gate, reg):
     return _seal(_t_gate, (orig, gate, qual), reg, orig)
 
 
+def _wrapper(orig, qual, gate, done, reg):
+    """The wrapper of orig, made once (done maps an original and its wrapper to
+    the wrapper: a wrapper is never wrapped again)."""
+    w = done.get(orig)
+    if w is None:
+        w = _wrap(orig, qual, gate, reg)
+        done[orig] = w
+        done[w] = w
+    return w
+
+
 def patch_module(mod, table, gate, done, reg):
     for attr, qual in table.items():
         orig = getattr(mod, attr, None)
         if orig is None:
             continue
-        w = done.get(orig)
-        if w is None:
-            w = _wrap(orig, qual, gate, reg)
-            done[orig] = w
-            done[w] = w
+        w = _wrapper(orig, qual, gate, done, reg)
         if w is not orig:
             setattr(mod, attr, w)
 
@@ -254,11 +261,7 @@ def _patch_methods(module, table, gate, done, reg):
         orig = c.__dict__.get(attr) if type(c) is type else None
         if orig is None:
             continue
-        w = done.get(orig)
-        if w is None:
-            w = _wrap(orig, qual, gate, reg)
-            done[orig] = w
-            done[w] = w
+        w = _wrapper(orig, qual, gate, done, reg)
         if w is not orig:
             setattr(c, attr, w)
 
@@ -332,7 +335,7 @@ def _dns_patch(S, G, socket_mod, learning):
     orig_ghbn_ex = socket_mod.gethostbyname_ex
     pins = S[5]
     send = S[12]
-    js = G['_js']
+    js = G['_json']
     tostr = G['_tostr']
     AI_NUMERICHOST = getattr(socket_mod, 'AI_NUMERICHOST', 4)
 
@@ -564,7 +567,7 @@ def _eval_engine(S, G, cfg):
     if E is None or not profiles:
         return None
     send = S[12]
-    js = G['_js']
+    js = G['_json']
     sent = S[18]
     describe = E.describe
 
@@ -660,7 +663,7 @@ def _environ_patch(S, G, osmod):
     """Learning mode: os.environ records the variables the program reads (not
     those it sets itself, nor whole-mapping iterations)."""
     send = S[12]
-    js = G['_js']
+    js = G['_json']
     base = type(osmod.environ)
     getframe = sys._getframe
     skip = frozenset(('ItemsView.__iter__', 'ValuesView.__iter__', 'Mapping.__eq__', '_Environ.copy',
