@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/pypool"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
@@ -71,8 +72,7 @@ func (e *StartError) Error() string { return "pysandboxes: the Python layer coul
 // Session is the host side of one sandboxed Python program: the channel, the
 // frames to send, and what comes back.
 type Session struct {
-	host   *os.File // host end
-	child  *os.File // child end, passed as an extra file
+	ch     *pypool.Pipe // the child's end is passed as an extra file
 	code   *codeBlob
 	config []byte
 	mode   string
@@ -109,13 +109,12 @@ func NewSession(ctx context.Context, in ConfigInput) (*Session, error) {
 		return nil, fmt.Errorf("pylayer: the policy is too large for the channel (%d bytes)", len(cfg))
 	}
 	code := guardCode(ctx, in.Interp)
-	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	ch, err := pypool.NewPipe()
 	if err != nil {
-		return nil, fmt.Errorf("pylayer: socketpair: %w", err)
+		return nil, fmt.Errorf("pylayer: %w", err)
 	}
 	s := &Session{
-		host:   os.NewFile(uintptr(fds[0]), "pysandboxes-channel"),
-		child:  os.NewFile(uintptr(fds[1]), "pysandboxes-channel-child"),
+		ch:     ch,
 		code:   code,
 		config: cfg,
 		mode:   in.Mode,
@@ -128,7 +127,7 @@ func NewSession(ctx context.Context, in ConfigInput) (*Session, error) {
 }
 
 // ChildFile is the child's end of the channel, to pass as an extra file.
-func (s *Session) ChildFile() *os.File { return s.child }
+func (s *Session) ChildFile() *os.File { return s.ch.Child }
 
 // Command returns the interpreter's argv (argv[0] included) for a child that
 // receives the channel as descriptor fd.
@@ -142,9 +141,9 @@ func Command(in *Interpreter, flags []string, fd int) []string {
 // the child breaks the protocol.
 func (s *Session) Started(kill func(error)) {
 	s.started = true
-	s.child.Close()
+	s.ch.Child.Close()
 	go func() {
-		w := transport.NewWriter(s.host, maxHostFrame)
+		w := transport.NewWriter(s.ch.Host, maxHostFrame)
 		if err := w.Write(transport.Kind(s.code.kind), s.code.payload); err != nil {
 			return // the child is gone; the reader sees it
 		}
@@ -155,8 +154,8 @@ func (s *Session) Started(kill func(error)) {
 
 // Abort releases the channel of a program that did not start.
 func (s *Session) Abort() {
-	s.child.Close()
-	s.host.Close()
+	s.ch.Child.Close()
+	s.ch.Host.Close()
 }
 
 type countingReader struct {
@@ -183,7 +182,7 @@ func (s *Session) serve(kill func(error)) {
 	if s.onFrame != nil {
 		maxFrame, total = s.maxFrame, math.MaxInt64
 	}
-	cr := &countingReader{r: s.host, max: total}
+	cr := &countingReader{r: s.ch.Host, max: total}
 	r := transport.NewReader(cr, maxFrame)
 	for {
 		f, err := r.Read()
@@ -290,11 +289,11 @@ func (s *Session) Finish(grace time.Duration) *Result {
 		select {
 		case <-s.done:
 		case <-time.After(grace):
-			s.host.SetReadDeadline(time.Now())
+			s.ch.Host.SetReadDeadline(time.Now())
 			<-s.done
 		}
 	}
-	s.host.Close()
+	s.ch.Host.Close()
 	s.mu.Lock()
 	res := &Result{Denials: s.denials, DroppedDenials: s.dropped, Observations: s.obs.result(), Armed: s.hello}
 	progs, dbs := s.obs.progs, s.obs.dbs

@@ -67,7 +67,9 @@ func moduleSources() (map[string]string, string) {
 		out[name] = string(b)
 		names = append(names, name)
 	}
-	// The JSON encoder the eval guard shares ends the wire module.
+	// The JSON encoder the eval guard shares starts the guard (whose functions
+	// bind it when they are made) and ends the wire module.
+	out["guard"] = pyjson.Prepend(out["guard"])
 	out["wire"] = pyjson.Append(out["wire"])
 	// The eval guard travels with the layer, as a nested marshal blob (or its
 	// source): boot decodes it only when the policy declares eval profiles.

@@ -30,7 +30,9 @@
 // pysandboxes.py is the public module a program sees; guard.py and arm.py are
 // the guard; worker.py serves calls; zygote.py forks evaluations; wire.py holds
 // what worker.py and zygote.py share (frames, JSON, the descriptor of an
-// exception), run in the namespace of either.
+// exception), run in the namespace of either. The JSON encoder is one source
+// (package internal/pyjson), embedded before guard.py and after wire.py. The
+// channel itself is a pypool.Pipe (package internal/pypool).
 //
 // # The guard (py/)
 //

@@ -43,7 +43,8 @@ func TestMarshalRoundTrip(t *testing.T) {
 // so replacing a builtin or writing to the guard's globals changes no decision.
 func TestHookPathReadsNoGlobal(t *testing.T) {
 	needPython(t)
-	src, _ := pyFiles.ReadFile("py/guard.py")
+	srcs, _ := moduleSources()
+	src := srcs["guard"] // with the JSON encoder it shares
 	script := `import sys, dis
 g = {}
 exec(compile(sys.stdin.read(), 'guard', 'exec'), g)
@@ -59,7 +60,7 @@ for name in g['HOOK_PATH']:
 print('\n'.join(bad))
 `
 	cmd := exec.Command(realPython, "-I", "-c", script)
-	cmd.Stdin = strings.NewReader(string(src))
+	cmd.Stdin = strings.NewReader(src)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)

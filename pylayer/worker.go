@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/pysandboxes/pysandboxes/transport"
 )
@@ -141,7 +140,7 @@ func NewWorker(ctx context.Context, in ConfigInput, o WorkerOptions) (*Worker, e
 	w := &Worker{s: s, opts: o, ready: make(chan struct{})}
 	s.onFrame = w.handle
 	s.maxFrame = max(maxChildFrame, o.MaxResult+transport.HeaderSize+8)
-	w.w = transport.NewWriter(s.host, maxHostFrame)
+	w.w = transport.NewWriter(s.ch.Host, maxHostFrame)
 	return w, nil
 }
 
@@ -205,11 +204,7 @@ func (w *Worker) Ready(ctx context.Context) error {
 
 // CloseWrite ends the host's side of the channel: an idle worker then exits
 // (status 0) after what it is doing.
-func (w *Worker) CloseWrite() {
-	if rc, err := w.s.host.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_WR) })
-	}
-}
+func (w *Worker) CloseWrite() { w.s.ch.CloseWrite() }
 
 // Call sends one call (fn is "module:qualname", args the pickle of the
 // (args, kwargs) pair) and waits for its end. Output is written to out as it

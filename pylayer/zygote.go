@@ -15,7 +15,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
@@ -245,7 +244,7 @@ func NewZygote(ctx context.Context, in ConfigInput, o ZygoteOptions) (*Zygote, e
 		abandoned: map[uint64]bool{}}
 	s.onFrame = z.handle
 	s.maxFrame = max(maxChildFrame, o.MaxResult+transport.HeaderSize+16)
-	z.w = transport.NewWriter(s.host, maxHostFrame)
+	z.w = transport.NewWriter(s.ch.Host, maxHostFrame)
 	return z, nil
 }
 
@@ -306,11 +305,7 @@ func (z *Zygote) Ready(ctx context.Context) (ZygoteInfo, error) {
 
 // CloseWrite ends the host's side of the channel: the zygote kills its
 // processes and exits.
-func (z *Zygote) CloseWrite() {
-	if rc, err := z.s.host.SyscallConn(); err == nil {
-		_ = rc.Control(func(fd uintptr) { _ = syscall.Shutdown(int(fd), syscall.SHUT_WR) })
-	}
-}
+func (z *Zygote) CloseWrite() { z.s.ch.CloseWrite() }
 
 // Eval sends one evaluation and waits for its end. Output is written to out as
 // it arrives. When ctx ends first, Eval asks the zygote to kill the

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
@@ -97,7 +98,7 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		}
 		seen[n.Path] = true
 		for _, a := range n.Aliases {
-			followAlias(a, links)
+			hostview.LinkChain(a, func(link, target string) { links[link] = target })
 		}
 		if p.under(n.Path) || within(n.Path, "/proc") || within(n.Path, "/dev") {
 			continue
@@ -161,43 +162,6 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 }
 
 func depth(p string) int { return strings.Count(p, "/") }
-
-// followAlias records the symbolic links met on the way from alias to the
-// file it names.
-func followAlias(alias string, links map[string]string) {
-	cur := "/"
-	rest := strings.Split(strings.TrimPrefix(filepath.Clean(alias), "/"), "/")
-	for hops := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case ".", "":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, name)
-		st, err := os.Lstat(next)
-		if err != nil {
-			return
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		hops++
-		target, err := os.Readlink(next)
-		if err != nil || hops > 40 {
-			return
-		}
-		links[next] = target
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		rest = append(strings.Split(target, "/"), rest...)
-	}
-}
 
 // maxMasks bounds the ignored paths masked at start.
 const maxMasks = 10000

@@ -27,41 +27,21 @@ type hostFD struct {
 
 // hstream is the host's side of one relayed stream.
 type hstream struct {
-	v  *vm
-	id uint32
-	fd hostFD
-
-	mu      sync.Mutex
-	cond    *sync.Cond
-	queue   [][]byte
-	window  int64
-	stopped bool
+	id   uint32
+	fd   hostFD
+	flow *wire.Flow
 	// drained is closed once what the program wrote has been written to W
 	// (its EOF, or the stream's end).
 	drained chan struct{}
 	once    sync.Once
 }
 
-func (s *hstream) push(b []byte) {
-	s.mu.Lock()
-	s.queue = append(s.queue, b)
-	s.mu.Unlock()
-	s.cond.Broadcast()
-}
-
-func (s *hstream) credit(n int64) {
-	s.mu.Lock()
-	s.window += n
-	s.mu.Unlock()
-	s.cond.Broadcast()
-}
+func (s *hstream) push(b []byte)  { s.flow.Push(b) }
+func (s *hstream) credit(n int64) { s.flow.Credit(n) }
 
 // abort stops the stream (the VM is gone).
 func (s *hstream) abort() {
-	s.mu.Lock()
-	s.stopped = true
-	s.mu.Unlock()
-	s.cond.Broadcast()
+	s.flow.Stop()
 	if s.fd.StopR != nil {
 		s.fd.StopR()
 	}
@@ -76,69 +56,18 @@ func (s *hstream) finish() {
 	})
 }
 
-// toHost writes what the program sends to W.
+// toHost writes what the program sends to W (what came before the VM ended
+// too), crediting it even once W's reader left: the program must not block.
 func (s *hstream) toHost() {
 	defer s.finish()
-	broken := false
-	for {
-		s.mu.Lock()
-		for len(s.queue) == 0 && !s.stopped {
-			s.cond.Wait()
-		}
-		if len(s.queue) == 0 {
-			s.mu.Unlock()
-			return
-		}
-		b := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		if b == nil {
-			return
-		}
-		if !broken {
-			if _, err := s.fd.W.Write(b); err != nil {
-				broken = true // keep crediting: the program must not block on a reader that left
-			}
-		}
-		s.v.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
-	}
+	s.flow.Receive(func(b []byte) error {
+		_, err := s.fd.W.Write(b)
+		return err
+	}, true)
 }
 
 // toGuest sends what R gives to the program.
-func (s *hstream) toGuest() {
-	buf := make([]byte, wire.ChunkSize)
-	for {
-		s.mu.Lock()
-		for s.window <= 0 && !s.stopped {
-			s.cond.Wait()
-		}
-		n := int(min(s.window, int64(len(buf))))
-		stopped := s.stopped
-		s.mu.Unlock()
-		if stopped {
-			return
-		}
-		k, err := s.fd.R.Read(buf[:n])
-		if k > 0 {
-			s.mu.Lock()
-			s.window -= int64(k)
-			stopped := s.stopped
-			s.mu.Unlock()
-			if stopped || s.v.w.Write(wire.Data, s.id, buf[:k]) != nil {
-				return
-			}
-		}
-		if err != nil {
-			s.mu.Lock()
-			stopped := s.stopped
-			s.mu.Unlock()
-			if !stopped {
-				s.v.w.Write(wire.EOF, s.id, nil)
-			}
-			return
-		}
-	}
-}
+func (s *hstream) toGuest() { s.flow.Send(s.fd.R) }
 
 // hproc is the host's side of one program of a VM.
 type hproc struct {
@@ -214,9 +143,8 @@ func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD) (*hproc, error) {
 			m.FDs = append(m.FDs, wire.FD{})
 			continue
 		}
-		s := &hstream{v: v, id: v.nextID, fd: fd, window: wire.Window, drained: make(chan struct{})}
+		s := &hstream{id: v.nextID, fd: fd, flow: wire.NewFlow(v.w, v.nextID), drained: make(chan struct{})}
 		v.nextID++
-		s.cond = sync.NewCond(&s.mu)
 		v.streams[s.id] = s
 		p.streams = append(p.streams, s)
 		m.FDs = append(m.FDs, wire.FD{Stream: s.id, Dir: fd.Dir})

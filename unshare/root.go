@@ -2,12 +2,11 @@ package unshare
 
 import (
 	"fmt"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
@@ -272,39 +271,7 @@ func (p *rootPlan) ops() []supervise.RootOp {
 // the file by that path in the sandbox's root too (the file itself is bound at its
 // canonical path).
 func (p *rootPlan) followAlias(alias string) {
-	cur := "/"
-	rest := split(filepath.Clean(alias))
-	for hops := 0; len(rest) > 0; {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case ".", "":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, name)
-		st, err := os.Lstat(next)
-		if err != nil {
-			return
-		}
-		if st.Mode()&fs.ModeSymlink == 0 {
-			cur = next
-			continue
-		}
-		hops++
-		target, err := os.Readlink(next)
-		if err != nil || hops > 40 {
-			return
-		}
-		p.symlink(next, target)
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		// A relative target's components (".." included) apply from cur.
-		rest = append(strings.Split(target, "/"), rest...)
-	}
+	hostview.LinkChain(alias, p.symlink)
 }
 
 // String renders the plan's operations, one a line (for debug logs and tests).

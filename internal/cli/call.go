@@ -117,13 +117,9 @@ func quoteArg(s string) string {
 func call(ctx context.Context, args []string, env *Env) int {
 	o := &callOptions{}
 	c := callCommand(o)
-	p, err := c.parse(args)
-	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
 	}
 	if err := o.parseCallOperands(p.operands); err != nil {
 		return usageFailure(env, c, err)

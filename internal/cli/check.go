@@ -42,7 +42,7 @@ it); "line" is 0 when the problem has none; "also" lists the other rules involve
 there are any. A missing rule file is one error, "rule file not found", on line 0.
 `,
 		options: []*option{
-			flag("json", "", "print the result as one JSON object", &o.json),
+			jsonFlag(&o.json),
 			flag("verbose", "-v", "debug output on stderr; say when the file is valid", &o.verbose),
 		},
 		operands: valueFile,
@@ -78,13 +78,11 @@ type checkRef struct {
 func check(ctx context.Context, args []string, env *Env) int {
 	o := &checkOptions{}
 	c := checkCommand(o)
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case len(p.operands) > 1:
 		return usageFailure(env, c, usagef("one file at a time (got %q and %q)", p.operands[0], p.operands[1]))
 	}

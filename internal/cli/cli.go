@@ -133,13 +133,11 @@ func usageFailure(env *Env, c *command, err error) int {
 
 func version(args []string, env *Env) int {
 	c := versionCommand()
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case len(p.operands) > 0:
 		return usageFailure(env, c, usagef("unexpected argument %q", p.operands[0]))
 	}

@@ -46,13 +46,11 @@ The scripts ask pysandboxes itself what to offer, so they follow its version.
 
 func completion(args []string, env *Env) int {
 	c := completionCommand()
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case len(p.operands) != 1:
 		return usageFailure(env, c, usagef("name one shell: bash, zsh or fish"))
 	}

@@ -74,7 +74,7 @@ added):
 "not_merged", "digest", "merged" and "backup" are given with --learned.
 `,
 		options: []*option{
-			flag("json", "", "print the result as one JSON object", &o.json),
+			jsonFlag(&o.json),
 			{name: "learned", arg: "FILE", complete: valueFile,
 				help: "review the learned rule file FILE against the profile",
 				set:  func(v string) error { o.learned = v; return nil }},
@@ -179,13 +179,11 @@ func diffExit(r policy.Risk) int {
 func diffCmd(ctx context.Context, args []string, env *Env) int {
 	o := &diffOptions{}
 	c := diffCommand(o)
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case o.learned == "" && len(p.operands) != 2:
 		return usageFailure(env, c, usagef("give two rule files, OLD and NEW (or --learned FILE)"))
 	case o.learned != "" && len(p.operands) > 0:

@@ -106,13 +106,9 @@ func (o *evalOptions) setNames(value string) error {
 func evalCmd(ctx context.Context, args []string, env *Env) int {
 	o := &evalOptions{}
 	c := evalCommand(o)
-	p, err := c.parse(args)
-	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
 	}
 	stdin := env.Stdin
 	if stdin == nil {

@@ -121,13 +121,11 @@ than --max-request are refused. SIGTERM or SIGINT stops it: calls in flight have
 func mcpServe(ctx context.Context, args []string, env *Env) int {
 	o := &mcpOptions{memory: 1 << 30, grace: 10 * time.Second}
 	c := mcpCommand(o)
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case len(p.operands) > 0:
 		return usageFailure(env, c, usagef("unexpected argument %q (rules are given as --RULE=VALUE)", p.operands[0]))
 	}

@@ -42,7 +42,7 @@ ever added):
 Lists in "details" are always complete.
 `,
 		options: []*option{
-			flag("json", "", "print the result as one JSON object", &o.json),
+			jsonFlag(&o.json),
 			flag("verbose", "-v", "list the implicit grants and other long lists in full", &o.verbose),
 		},
 		operands: valueProvider,
@@ -86,13 +86,9 @@ const probeWidth = 100
 func probe(ctx context.Context, args []string, env *Env) int {
 	o := &probeOptions{}
 	c := probeCommand(o)
-	p, err := c.parse(args)
-	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
 	}
 	all := pysandboxes.Providers()
 	var names []string

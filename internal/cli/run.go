@@ -91,13 +91,11 @@ func parseDuration(s string) (time.Duration, error) {
 func run(ctx context.Context, args []string, env *Env) int {
 	o := &runOptions{}
 	c := runCommand(o)
-	p, err := c.parse(args)
+	p, code, ok := c.begin(args, env)
+	if !ok {
+		return code
+	}
 	switch {
-	case err != nil:
-		return usageFailure(env, c, err)
-	case p.help:
-		fmt.Fprint(env.Stdout, c.help())
-		return ExitOK
 	case len(p.operands) == 0:
 		return usageFailure(env, c, usagef("no command given (pysandboxes run [OPTIONS] -- CMD [ARGS...])"))
 	}

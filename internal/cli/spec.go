@@ -299,3 +299,22 @@ func wrap(text string, width int) []string {
 	}
 	return out
 }
+
+// begin parses a command line. On a bad one, or --help, it has answered (the
+// usage error on stderr, or the help on stdout) and returns ok false with the
+// exit code.
+func (c *command) begin(args []string, env *Env) (p *parsed, code int, ok bool) {
+	p, err := c.parse(args)
+	switch {
+	case err != nil:
+		return nil, usageFailure(env, c, err), false
+	case p.help:
+		fmt.Fprint(env.Stdout, c.help())
+		return nil, ExitOK, false
+	}
+	return p, ExitOK, true
+}
+
+// jsonFlag is the --json option of the commands that can print their result as
+// one JSON object.
+func jsonFlag(to *bool) *option { return flag("json", "", "print the result as one JSON object", to) }

@@ -502,47 +502,12 @@ func (lk *linker) add(l Link) {
 	lk.links = append(lk.links, l)
 }
 
-// chain resolves path on the host component by component and records every
-// symbolic link met on the way.
+// chain records every symbolic link met on the way to path on the host.
 func (lk *linker) chain(path string) {
 	if !filepath.IsAbs(path) {
 		return
 	}
-	cur := filepath.Clean(path)
-	for hops := 0; hops < maxLinks; hops++ {
-		parts := strings.Split(strings.TrimPrefix(cur, "/"), "/")
-		prefix := "/"
-		restarted := false
-		for i, part := range parts {
-			if part == "" {
-				continue
-			}
-			next := filepath.Join(prefix, part)
-			fi, err := os.Lstat(next)
-			if err != nil {
-				return
-			}
-			if fi.Mode()&fs.ModeSymlink == 0 {
-				prefix = next
-				continue
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return
-			}
-			lk.add(Link{Path: next, Target: target})
-			resolved := target
-			if !filepath.IsAbs(target) {
-				resolved = filepath.Join(prefix, target)
-			}
-			cur = filepath.Join(append([]string{resolved}, parts[i+1:]...)...)
-			restarted = true
-			break
-		}
-		if !restarted {
-			return
-		}
-	}
+	LinkChain(path, func(link, target string) { lk.add(Link{Path: link, Target: target}) })
 }
 
 // script records the links to a "#!" script's interpreter (and to the command of
@@ -558,91 +523,16 @@ func (lk *linker) script(path string, r *needs.Resolver, depth int) {
 	head := make([]byte, 256)
 	n, _ := f.Read(head)
 	f.Close()
-	interp, arg, ok := parseShebang(head[:n])
-	if !ok || !filepath.IsAbs(interp) {
+	interp, command := r.Shebang(head[:n])
+	if interp == "" {
 		return
 	}
 	lk.chain(interp)
 	lk.script(interp, r, depth+1)
-	if filepath.Base(interp) != "env" {
-		return
+	if command != "" {
+		lk.chain(command)
+		lk.script(command, r, depth+1)
 	}
-	name := envCommand(arg)
-	if name == "" {
-		return
-	}
-	if found := lookPath(name, pathList(r)); found != "" {
-		lk.chain(found)
-		lk.script(found, r, depth+1)
-	}
-}
-
-func parseShebang(head []byte) (interp, arg string, ok bool) {
-	s := string(head)
-	if !strings.HasPrefix(s, "#!") {
-		return "", "", false
-	}
-	line := s[2:]
-	if i := strings.IndexByte(line, '\n'); i >= 0 {
-		line = line[:i]
-	}
-	line = strings.TrimSpace(strings.ReplaceAll(line, "\t", " "))
-	if line == "" {
-		return "", "", false
-	}
-	interp, arg, _ = strings.Cut(line, " ")
-	return interp, strings.TrimSpace(arg), true
-}
-
-// envCommand finds the command in the argument of "#!/usr/bin/env ARG" (as
-// internal/needs does).
-func envCommand(arg string) string {
-	words := strings.Fields(arg)
-	for i := 0; i < len(words); i++ {
-		wd := words[i]
-		switch {
-		case wd == "-S" || wd == "--split-string":
-			continue
-		case strings.HasPrefix(wd, "-S"):
-			return envCommand(strings.TrimPrefix(wd, "-S") + " " + strings.Join(words[i+1:], " "))
-		case wd == "-u" || wd == "--unset" || wd == "-C" || wd == "--chdir":
-			i++
-			continue
-		case strings.HasPrefix(wd, "-"), strings.Contains(wd, "="):
-			continue
-		}
-		return wd
-	}
-	return ""
-}
-
-func pathList(r *needs.Resolver) []string {
-	v := "/bin:/usr/bin"
-	if r != nil {
-		for i := len(r.Env) - 1; i >= 0; i-- {
-			if k, val, ok := strings.Cut(r.Env[i], "="); ok && k == "PATH" {
-				v = val
-				break
-			}
-		}
-	}
-	return filepath.SplitList(v)
-}
-
-func lookPath(name string, dirs []string) string {
-	if strings.Contains(name, "/") {
-		return ""
-	}
-	for _, d := range dirs {
-		if !filepath.IsAbs(d) {
-			continue
-		}
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0 {
-			return p
-		}
-	}
-	return ""
 }
 
 // errTooMany reports a walk beyond MaxScan entries.

@@ -28,31 +28,39 @@ func parseShebang(head []byte) (interp, arg string, ok bool) {
 	return interp, strings.TrimSpace(arg), true
 }
 
+// Shebang reads what the "#!" line at the start of head runs: its interpreter
+// ("" when there is no such line, or it names a relative interpreter: the
+// kernel then resolves it from the working directory, nothing to find here)
+// and, for "#!/usr/bin/env NAME", the command NAME found on the PATH of r's
+// environment ("" when none; a nil r searches the default path).
+func (r *Resolver) Shebang(head []byte) (interp, command string) {
+	interp, arg, ok := parseShebang(head)
+	if !ok || !filepath.IsAbs(interp) {
+		return "", ""
+	}
+	if filepath.Base(interp) != "env" {
+		return interp, ""
+	}
+	name := envCommand(arg)
+	if name == "" {
+		return interp, ""
+	}
+	return interp, lookPath(name, r.pathList())
+}
+
 // script adds the interpreter of a "#!" script, and for "#!/usr/bin/env NAME" the
 // command NAME found on PATH.
 func (w *walker) script(path string, head []byte, depth int) error {
-	interp, arg, ok := parseShebang(head)
-	if !ok {
+	interp, command := w.r.Shebang(head)
+	if interp == "" {
 		return nil
-	}
-	if !filepath.IsAbs(interp) {
-		return nil // the kernel refuses a relative interpreter... or resolves it from the cwd: nothing to grant
 	}
 	if err := w.program(interp, "interpreter of "+path, depth+1); err != nil {
 		return nil // exec will fail and say why
 	}
-	if filepath.Base(interp) != "env" {
-		return nil
+	if command != "" {
+		_ = w.program(command, "command of "+interp+" in "+path, depth+1)
 	}
-	name := envCommand(arg)
-	if name == "" {
-		return nil
-	}
-	found := lookPath(name, w.r.pathList())
-	if found == "" {
-		return nil
-	}
-	_ = w.program(found, "command of "+interp+" in "+path, depth+1)
 	return nil
 }
 
@@ -81,7 +89,10 @@ func envCommand(arg string) string {
 }
 
 func (r *Resolver) pathList() []string {
-	p, ok := r.getenv("PATH")
+	p, ok := "", false
+	if r != nil {
+		p, ok = r.getenv("PATH")
+	}
 	if !ok {
 		p = defaultPath
 	}

@@ -11,8 +11,9 @@
 // terminate, status: the root's Cmd, whatever provider launches it) and
 // Channel (the host's end of the byte channel to the Python side: its end, and
 // the close that tells the process to exit). Nothing here depends on how the
-// channel is carried: a socketpair passed as an extra descriptor, or the same
-// bytes relayed over a VM device by the qemu provider.
+// channel is carried: a Pipe (the socketpair the host makes, whose child end it
+// passes as an extra descriptor), or the same bytes relayed over a VM device by
+// the qemu provider.
 package pypool
 
 import (

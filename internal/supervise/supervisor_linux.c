@@ -76,17 +76,20 @@ const char *errstr_into(int e, char *buf, size_t size) {
 
 /* ---- writing ---- */
 
-void write_all(int fd, const char *p, size_t n) {
+/* write_all writes n bytes of p to fd (again after EINTR): 0, or -1 with errno
+ * set (to the host: it is gone, EPIPE, SIGPIPE being blocked). */
+int write_all(int fd, const char *p, size_t n) {
 	while (n > 0) {
 		ssize_t w = write(fd, p, n);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			return; /* the host is gone (EPIPE: SIGPIPE is blocked) */
+			return -1;
 		}
 		p += w;
 		n -= (size_t)w;
 	}
+	return 0;
 }
 
 /* report_num writes the report "<kind> <v>\n" (S and X: no printf, a small

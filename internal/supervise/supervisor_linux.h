@@ -270,7 +270,7 @@ extern char child_msg[MSG_MAX + 1];
 extern const int forwarded[9];
 void *alloc(size_t n);
 const char *errstr_into(int e, char *buf, size_t size);
-void write_all(int fd, const char *p, size_t n);
+int write_all(int fd, const char *p, size_t n);
 void report_num(char kind, unsigned long v);
 int fail(int e, const char *msg);
 int failf(int e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -259,20 +259,11 @@ static int op_file(const struct rec *m, const char *path, const struct rec *d) {
 		close(dir);
 		return ROOT_FAIL("make %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
 	}
-	const char *p = d->s;
-	size_t left = d->len;
-	while (left > 0) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			int e = errno;
-			close(fd);
-			close(dir);
-			return ROOT_FAIL("write %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
-		}
-		p += w;
-		left -= (size_t)w;
+	if (write_all(fd, d->s, d->len) < 0) {
+		int e = errno;
+		close(fd);
+		close(dir);
+		return ROOT_FAIL("write %s: %s", path, errstr_into(e, ns_err, sizeof ns_err));
 	}
 	close(fd);
 	if (!(fl & RF_OVER)) {
@@ -525,10 +516,14 @@ int setup_ns(void) {
 	return 0;
 }
 
-/* write_file writes a short text to a file of a process's /proc. */
+/* write_proc writes a short text to a file of a process's /proc (pid 0: this
+ * process's, by /proc/self). */
 int write_proc(pid_t pid, const char *name, const char *text) {
 	char path[64];
-	snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
+	if (pid == 0)
+		snprintf(path, sizeof path, "/proc/self/%s", name);
+	else
+		snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, name);
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -1;

@@ -76,21 +76,6 @@ static int view_userns(uint64_t ouid, uint64_t ogid) {
 	return fd;
 }
 
-/* write_self writes a short text to a file of this process's /proc. */
-static int write_self(const char *name, const char *text) {
-	char path[64];
-	snprintf(path, sizeof path, "/proc/self/%s", name);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	size_t n = strlen(text);
-	ssize_t w = write(fd, text, n);
-	int e = errno;
-	close(fd);
-	errno = e;
-	return w == (ssize_t)n ? 0 : -1;
-}
-
 /* view_clone makes the detached clone of an operation's path (idmapped, or
  * read-only, as asked). */
 static int view_clone(const struct rec *y, const char *path) {
@@ -218,19 +203,10 @@ static int view_file(const char *path, const struct rec *d, int k) {
 	int fd = openat(view_scratch, name, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0)
 		return VIEW_FAIL("data for %s: %s", path, errstr_into(errno, perr, sizeof perr));
-	const char *p = d->s;
-	size_t left = d->len;
-	while (left > 0) {
-		ssize_t w = write(fd, p, left);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			int e = errno;
-			close(fd);
-			return VIEW_FAIL("data for %s: %s", path, errstr_into(e, perr, sizeof perr));
-		}
-		p += w;
-		left -= (size_t)w;
+	if (write_all(fd, d->s, d->len) < 0) {
+		int e = errno;
+		close(fd);
+		return VIEW_FAIL("data for %s: %s", path, errstr_into(e, perr, sizeof perr));
 	}
 	fchmod(fd, 0644);
 	close(fd);
@@ -273,14 +249,14 @@ int do_view(void) {
 		return VIEW_FAIL("unshare: %s", errstr_into(errno, perr, sizeof perr));
 	if (flags & CLONE_NEWUSER) {
 		char map[48];
-		int r = write_self("setgroups", "deny");
+		int r = write_proc(0, "setgroups", "deny");
 		if (r == 0) {
 			snprintf(map, sizeof map, "%u %u 1\n", (unsigned)euid, (unsigned)euid);
-			r = write_self("uid_map", map);
+			r = write_proc(0, "uid_map", map);
 		}
 		if (r == 0) {
 			snprintf(map, sizeof map, "%u %u 1\n", (unsigned)egid, (unsigned)egid);
-			r = write_self("gid_map", map);
+			r = write_proc(0, "gid_map", map);
 		}
 		if (r < 0)
 			return VIEW_FAIL("map the caller's ids in a user namespace: %s", errstr_into(errno, perr, sizeof perr));

@@ -145,6 +145,41 @@ static int parse_line(char *p, char *e, int line, struct rec *r) {
 	return 0;
 }
 
+/* In the parser: the line of record i, and whether record i is of type t. */
+#define LINE ((int)i + 1)
+#define AT(t) (i < spec.nrecs && spec.recs[i].type == (t))
+
+/* op_records checks an operation record at *ip (one more of what: count before
+ * it, at most max) whose kind n[0] lies in [lo, hi] and whose other numbers are
+ * in range (nums_ok), then the absolute path record T after it; it moves *ip
+ * past both. 0, or -1 (bad). */
+static int op_records(size_t *ip, const char *what, int count, int max, uint64_t lo, uint64_t hi, int nums_ok) {
+	size_t i = *ip;
+	if (count == max)
+		return bad("line %d: more than %d %s operations", LINE, max, what);
+	if (spec.recs[i].n[0] < lo || spec.recs[i].n[0] > hi)
+		return bad("line %d: unknown %s operation", LINE, what);
+	if (!nums_ok)
+		return bad("line %d: number out of range", LINE);
+	i++;
+	if (!AT('T'))
+		return bad("line %d: expected the path record T", LINE);
+	if (spec.recs[i].s[0] != '/')
+		return bad("line %d: not an absolute path", LINE);
+	*ip = i + 1;
+	return 0;
+}
+
+/* data_record checks the data record D at *ip (a file's content) and moves *ip
+ * past it. 0, or -1 (bad). */
+static int data_record(size_t *ip) {
+	size_t i = *ip;
+	if (!AT('D'))
+		return bad("line %d: expected the data record D", LINE);
+	*ip = i + 1;
+	return 0;
+}
+
 int parse(char *buf, size_t size) {
 	size_t lines = 0;
 	for (size_t i = 0; i < size; i++)
@@ -166,8 +201,6 @@ int parse(char *buf, size_t size) {
 	}
 
 	size_t i = 0;
-#define LINE ((int)i + 1)
-#define AT(t) (i < spec.nrecs && spec.recs[i].type == (t))
 	if (!AT('H'))
 		return bad("line 1: expected the header record H");
 	if (spec.recs[i].n[0] < 1 || spec.recs[i].n[0] > INT_MAX || spec.recs[i].n[1] > (uint64_t)pysb_max_extra)
@@ -215,28 +248,14 @@ int parse(char *buf, size_t size) {
 		spec.view_gid = spec.recs[i].n[2];
 		i++;
 		spec.view_first = i;
-		int nops = 0;
-		while (AT('Y')) {
-			if (nops == pysb_max_view_ops)
-				return bad("line %d: more than %d view operations", LINE, pysb_max_view_ops);
-			nops++;
-			const struct rec *y = &spec.recs[i];
-			if (y->n[0] < VOP_IDMAP || y->n[0] > VOP_NETNS)
-				return bad("line %d: unknown view operation", LINE);
-			if ((y->n[1] & ~(uint64_t)VOF_RO) != 0 || y->n[2] > UINT32_MAX - 1 || y->n[3] > UINT32_MAX - 1)
-				return bad("line %d: number out of range", LINE);
-			uint64_t op = y->n[0];
-			i++;
-			if (!AT('T'))
-				return bad("line %d: expected the path record T", LINE);
-			if (spec.recs[i].s[0] != '/')
-				return bad("line %d: not an absolute path", LINE);
-			i++;
-			if (op == VOP_FILE) {
-				if (!AT('D'))
-					return bad("line %d: expected the data record D", LINE);
-				i++;
-			}
+		for (int nops = 0; AT('Y'); nops++) {
+			const uint64_t *n = spec.recs[i].n;
+			uint64_t op = n[0];
+			if (op_records(&i, "view", nops, pysb_max_view_ops, VOP_IDMAP, VOP_NETNS,
+			               (n[1] & ~(uint64_t)VOF_RO) == 0 && n[2] <= UINT32_MAX - 1 && n[3] <= UINT32_MAX - 1) < 0)
+				return -1;
+			if (op == VOP_FILE && data_record(&i) < 0)
+				return -1;
 		}
 		spec.view_end = i;
 	}
@@ -252,23 +271,12 @@ int parse(char *buf, size_t size) {
 		spec.ns_gid = spec.recs[i].n[3];
 		i++;
 		spec.ns_first = i;
-		int nops = 0;
-		while (AT('M')) {
-			if (nops == pysb_max_root_ops)
-				return bad("line %d: more than %d root operations", LINE, pysb_max_root_ops);
-			nops++;
-			const struct rec *m = &spec.recs[i];
-			if (m->n[0] < OP_DIR || m->n[0] > OP_REBIND)
-				return bad("line %d: unknown root operation", LINE);
-			if (m->n[1] > 07777 || (m->n[2] & ~(uint64_t)RF_MASK) != 0)
-				return bad("line %d: number out of range", LINE);
-			uint64_t op = m->n[0];
-			i++;
-			if (!AT('T'))
-				return bad("line %d: expected the path record T", LINE);
-			if (spec.recs[i].s[0] != '/')
-				return bad("line %d: not an absolute path", LINE);
-			i++;
+		for (int nops = 0; AT('M'); nops++) {
+			const uint64_t *n = spec.recs[i].n;
+			uint64_t op = n[0];
+			if (op_records(&i, "root", nops, pysb_max_root_ops, OP_DIR, OP_REBIND,
+			               n[1] <= 07777 && (n[2] & ~(uint64_t)RF_MASK) == 0) < 0)
+				return -1;
 			if (op == OP_BIND || op == OP_SYMLINK) {
 				if (!AT('F'))
 					return bad("line %d: expected the source record F", LINE);
@@ -277,10 +285,8 @@ int parse(char *buf, size_t size) {
 				if (spec.recs[i].s[0] == '\0')
 					return bad("line %d: empty symbolic link target", LINE);
 				i++;
-			} else if (op == OP_FILE) {
-				if (!AT('D'))
-					return bad("line %d: expected the data record D", LINE);
-				i++;
+			} else if (op == OP_FILE && data_record(&i) < 0) {
+				return -1;
 			}
 		}
 		spec.ns_end = i;

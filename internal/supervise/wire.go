@@ -452,6 +452,38 @@ func decodeWire(b []byte) (*wireSpec, error) {
 	spec := &wireSpec{}
 	i := 0
 	at := func(t byte) bool { return i < len(recs) && recs[i].typ == t }
+	// opRecords checks an operation record (one more of what: count before
+	// it, at most max) whose kind n[0] lies in [lo, hi] and whose other
+	// numbers are in range (numsOK), then the absolute path record T after
+	// it; it returns the path, with i past both.
+	opRecords := func(what string, count, max int, lo, hi uint64, numsOK bool) (string, error) {
+		if count == max {
+			return "", fmt.Errorf("line %d: more than %d %s operations", i+1, max, what)
+		}
+		if recs[i].n[0] < lo || recs[i].n[0] > hi {
+			return "", fmt.Errorf("line %d: unknown %s operation", i+1, what)
+		}
+		if !numsOK {
+			return "", fmt.Errorf("line %d: number out of range", i+1)
+		}
+		i++
+		if !at('T') {
+			return "", fmt.Errorf("line %d: expected the path record T", i+1)
+		}
+		if !strings.HasPrefix(recs[i].s, "/") {
+			return "", fmt.Errorf("line %d: not an absolute path", i+1)
+		}
+		i++
+		return recs[i-1].s, nil
+	}
+	// data returns the content of the data record D, with i past it.
+	data := func() ([]byte, error) {
+		if !at('D') {
+			return nil, fmt.Errorf("line %d: expected the data record D", i+1)
+		}
+		i++
+		return []byte(recs[i-1].s), nil
+	}
 	if !at('H') {
 		return nil, errors.New("line 1: expected the header record H")
 	}
@@ -488,38 +520,22 @@ func decodeWire(b []byte) (*wireSpec, error) {
 		v := &View{ReadOnly: f&viewRO != 0, UserNS: f&viewUserNS != 0, IPC: f&viewIPC != 0,
 			UID: uint32(recs[i].n[1]), GID: uint32(recs[i].n[2])}
 		for i++; at('Y'); {
-			if len(v.Ops) == maxViewOps {
-				return nil, fmt.Errorf("line %d: more than %d view operations", i+1, maxViewOps)
-			}
 			y := recs[i]
-			if y.n[0] < uint64(ViewIdmap) || y.n[0] > uint64(ViewNetNS) {
-				return nil, fmt.Errorf("line %d: unknown view operation", i+1)
+			path, err := opRecords("view", len(v.Ops), maxViewOps, uint64(ViewIdmap), uint64(ViewNetNS),
+				y.n[1]&^viewOpFlags == 0 && y.n[2] <= math.MaxUint32-1 && y.n[3] <= math.MaxUint32-1)
+			if err != nil {
+				return nil, err
 			}
-			if y.n[1]&^viewOpFlags != 0 || y.n[2] > math.MaxUint32-1 || y.n[3] > math.MaxUint32-1 {
-				return nil, fmt.Errorf("line %d: number out of range", i+1)
-			}
-			op := ViewOp{Kind: ViewOpKind(y.n[0]), ReadOnly: y.n[1]&viewOpRO != 0}
+			op := ViewOp{Kind: ViewOpKind(y.n[0]), ReadOnly: y.n[1]&viewOpRO != 0, Path: path}
 			switch op.Kind {
 			case ViewIdmap:
 				op.OwnerUID, op.OwnerGID = uint32(y.n[2]), uint32(y.n[3])
 			case ViewFuse:
 				op.FD = int(y.n[2])
-			}
-			i++
-			if !at('T') {
-				return nil, fmt.Errorf("line %d: expected the path record T", i+1)
-			}
-			if !strings.HasPrefix(recs[i].s, "/") {
-				return nil, fmt.Errorf("line %d: not an absolute path", i+1)
-			}
-			op.Path = recs[i].s
-			i++
-			if op.Kind == ViewFile {
-				if !at('D') {
-					return nil, fmt.Errorf("line %d: expected the data record D", i+1)
+			case ViewFile:
+				if op.Data, err = data(); err != nil {
+					return nil, err
 				}
-				op.Data = []byte(recs[i].s)
-				i++
 			}
 			v.Ops = append(v.Ops, op)
 		}
@@ -531,26 +547,13 @@ func decodeWire(b []byte) (*wireSpec, error) {
 		}
 		ns := &wireNS{flags: recs[i].n[0], lifeline: int(recs[i].n[1]), uid: int(recs[i].n[2]), gid: int(recs[i].n[3])}
 		for i++; at('M'); {
-			if len(ns.root) == maxRootOps {
-				return nil, fmt.Errorf("line %d: more than %d root operations", i+1, maxRootOps)
-			}
 			m := recs[i]
-			if m.n[0] < uint64(OpDir) || m.n[0] > uint64(OpRebind) {
-				return nil, fmt.Errorf("line %d: unknown root operation", i+1)
+			path, err := opRecords("root", len(ns.root), maxRootOps, uint64(OpDir), uint64(OpRebind),
+				m.n[1] <= maxRootMode && m.n[2]&^rootFlagsMask == 0)
+			if err != nil {
+				return nil, err
 			}
-			if m.n[1] > maxRootMode || m.n[2]&^rootFlagsMask != 0 {
-				return nil, fmt.Errorf("line %d: number out of range", i+1)
-			}
-			op := RootOp{Kind: RootOpKind(m.n[0]), Mode: uint32(m.n[1]), Flags: RootFlags(m.n[2]), Size: m.n[3]}
-			i++
-			if !at('T') {
-				return nil, fmt.Errorf("line %d: expected the path record T", i+1)
-			}
-			if !strings.HasPrefix(recs[i].s, "/") {
-				return nil, fmt.Errorf("line %d: not an absolute path", i+1)
-			}
-			op.Path = recs[i].s
-			i++
+			op := RootOp{Kind: RootOpKind(m.n[0]), Mode: uint32(m.n[1]), Flags: RootFlags(m.n[2]), Size: m.n[3], Path: path}
 			switch op.Kind {
 			case OpBind, OpSymlink:
 				if !at('F') {
@@ -565,11 +568,9 @@ func decodeWire(b []byte) (*wireSpec, error) {
 				op.Source = recs[i].s
 				i++
 			case OpFile:
-				if !at('D') {
-					return nil, fmt.Errorf("line %d: expected the data record D", i+1)
+				if op.Data, err = data(); err != nil {
+					return nil, err
 				}
-				op.Data = []byte(recs[i].s)
-				i++
 			}
 			ns.root = append(ns.root, op)
 		}

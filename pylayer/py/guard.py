@@ -19,6 +19,9 @@
 #   - the layer's own code is told by identity (ids of its code objects, kept
 #     alive), a library's by its file name, which no program can give its own
 #     code (see _h_codenew, _h_compile, _h_marshal).
+#
+# The JSON encoder (to_json, _json) comes before this module's text: the
+# embedding puts the one the layer shares there (package internal/pyjson).
 
 import posix as _posix
 import sys as _sys
@@ -37,10 +40,6 @@ _FUNC = type(_M.m)
 del _M
 
 _FSENC = _sys.getfilesystemencoding()
-_JSON_TABLE = {i: '\\u%04x' % i for i in range(32)}
-_JSON_TABLE[ord('"')] = '\\"'
-_JSON_TABLE[ord('\\')] = '\\\\'
-_JSON_TABLE = _MPT(_JSON_TABLE)
 _GETFRAME = _sys._getframe
 
 # S layout (indexes used literally below):
@@ -59,58 +58,6 @@ _GETFRAME = _sys._getframe
 
 
 # ---------------------------------------------------------------- primitives
-
-class _Punct(str):
-    __slots__ = ()
-
-
-
-def _js(o, _type=type, _str=str, _int=int, _bool=bool, _list=list, _tuple=tuple,
-        _dict=dict, _table=_JSON_TABLE, _repr=repr, _reversed=reversed, _Punct=_Punct):
-    """A small JSON encoder (json would cost the child its import); iterative."""
-    out = []
-    stack = [o]
-    while stack:
-        o = stack.pop()
-        t = _type(o)
-        if t is _Punct:
-            out.append(o)
-        elif t is _str:
-            out.append('"' + o.translate(_table) + '"')
-        elif t is _bool:
-            out.append('true' if o else 'false')
-        elif o is None:
-            out.append('null')
-        elif t is _int:
-            out.append(_repr(o))
-        elif t is _list or t is _tuple:
-            out.append('[')
-            stack.append(_Punct(']'))
-            first = True
-            items = []
-            for x in o:
-                if not first:
-                    items.append(_Punct(','))
-                items.append(x)
-                first = False
-            stack.extend(_reversed(items))
-        elif t is _dict:
-            out.append('{')
-            stack.append(_Punct('}'))
-            items = []
-            first = True
-            for k, v in o.items():
-                if not first:
-                    items.append(_Punct(','))
-                items.append(_str(k))
-                items.append(_Punct(':'))
-                items.append(v)
-                first = False
-            stack.extend(_reversed(items))
-        else:
-            out.append('"' + _repr(o).translate(_table) + '"')
-    return ''.join(out)
-
 
 def _send(kind, text, _fd=-1, _write=_posix.write, _len=len, _bytes=bytes, _OSError=OSError):
     """Write one frame (kind, text) on the channel (descriptor bound by build)."""
@@ -341,7 +288,7 @@ def _ignored(S, path, _match=_gomatch, _len=len):
 
 # ---------------------------------------------------------------- reporting
 
-def _deny(S, kind, cls, msg, target, rule, ref, obs, errno=None, quiet=False, _js=_js, _len=len):
+def _deny(S, kind, cls, msg, target, rule, ref, obs, errno=None, quiet=False, _js=_json, _len=len):
     """Report a refusal: in learning mode, record obs and allow (None); else send
     the denial to the host and return the exception to raise. quiet: neither
     recorded nor reported (the import system probing a directory)."""
@@ -1314,8 +1261,21 @@ def _h_api(S, event, args, cache, _getframe=_GETFRAME, _chain=_api_chain, _getpi
     return err
 
 
-def _h_frame_api(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, _rel=_stdlib_rel,
-                 _chain=_api_chain):
+def _frame_taker(S, f, quals, _kind=_frame_kind, _rel=_stdlib_rel, _chain=_api_chain):
+    """The check of code f that takes a frame (None: allowed): the layer's own
+    code and the stdlib's and site-packages' may, except inspect (its
+    currentframe, stack and trace hand frames on to their caller); other code as
+    a call of the API quals."""
+    if f is None:
+        return None
+    code = f.f_code
+    k = _kind(S, code)
+    if k == 'ours' or (k == 'ambient' and _rel(S, code.co_filename) != 'inspect.py'):
+        return None
+    return _chain(S, f, quals)
+
+
+def _h_frame_api(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, _taker=_frame_taker):
     # sys._getframe / sys._getframemodulename. The stdlib and site-packages use
     # them for logging, warnings, typing, enum, namedtuple: allowed, except
     # inspect's currentframe, stack and trace, which hand frames to their caller.
@@ -1323,17 +1283,7 @@ def _h_frame_api(S, event, args, cache, _getframe=_GETFRAME, _kind=_frame_kind, 
         fr = args[0]
         if fr is not None and _kind(S, fr.f_code) == 'ours':
             return None
-    f = _getframe(2)
-    if f is None:
-        return None
-    code = f.f_code
-    k = _kind(S, code)
-    if k == 'ours' or (k == 'ambient' and _rel(S, code.co_filename) != 'inspect.py'):
-        del f, code
-        return None
-    err = _chain(S, f, S[15].get(event))
-    del f, code
-    return err
+    return _taker(S, _getframe(2), S[15].get(event))
 
 
 def _library_code(S, code, f, _type=type, _mod=_mod_of, _check=_import_check, _importer=_importer,
@@ -1357,7 +1307,7 @@ def _library_code(S, code, f, _type=type, _mod=_mod_of, _check=_import_check, _i
 
 def _h_getattr(S, event, args, cache, _capture=frozenset(('tb_frame', 'gi_frame', 'cr_frame', 'ag_frame')),
                _own=frozenset(('__code__', '__defaults__', '__kwdefaults__')), _getframe=_GETFRAME,
-               _kind=_frame_kind, _rel=_stdlib_rel, _chain=_api_chain, _deny=_deny, _id=id, _mine=_is_own_id):
+               _kind=_frame_kind, _taker=_frame_taker, _deny=_deny, _id=id, _mine=_is_own_id):
     name = args[1]
     if name in _own:
         if _id(args[0]) not in S[17] and not _mine(args[0]):
@@ -1371,17 +1321,7 @@ def _h_getattr(S, event, args, cache, _capture=frozenset(('tb_frame', 'gi_frame'
                      "Reading the sandbox's own functions is DENIED by implicit default policy.", name, '', '', None, 1)
     if name not in _capture:
         return None
-    f = _getframe(2)
-    if f is None:
-        return None
-    code = f.f_code
-    k = _kind(S, code)
-    if k == 'ours' or (k == 'ambient' and _rel(S, code.co_filename) != 'inspect.py'):
-        del f, code
-        return None
-    err = _chain(S, f, ('sys._getframe',))
-    del f, code
-    return err
+    return _taker(S, _getframe(2), ('sys._getframe',))
 
 
 def _h_setattr(S, event, args, cache, _deny=_deny, _id=id, _mine=_is_own_id, _getframe=_GETFRAME,
@@ -2010,4 +1950,4 @@ METHOD_PATCHES = {
 
 # The functions on the hook's path (every function of this module): none of
 # them may read a global name.
-HOOK_PATH = tuple(n for n, v in globals().items() if type(v) is type(_js))
+HOOK_PATH = tuple(n for n, v in globals().items() if type(v) is type(_json))

@@ -152,116 +152,38 @@ func addEntropy(seed []byte) error {
 
 // stream is one relayed descriptor of a program.
 type stream struct {
-	g  *guest
-	id uint32
-	f  *os.File
+	id   uint32
+	f    *os.File
+	flow *wire.Flow
 	// sock: a socket (half-closed with shutdown).
 	sock bool
-
-	mu     sync.Mutex
-	cond   *sync.Cond
-	queue  [][]byte // data from the host (nil: its EOF)
-	window int64    // bytes the guest may still send
-	closed bool
 }
 
-func (s *stream) push(b []byte) {
-	s.mu.Lock()
-	s.queue = append(s.queue, b)
-	s.mu.Unlock()
-	s.cond.Broadcast()
-}
+func (s *stream) push(b []byte)  { s.flow.Push(b) }
+func (s *stream) credit(n int64) { s.flow.Credit(n) }
 
-func (s *stream) credit(n int64) {
-	s.mu.Lock()
-	s.window += n
-	s.mu.Unlock()
-	s.cond.Broadcast()
-}
-
-// toProgram writes what the host sends to the program's descriptor.
+// toProgram writes what the host sends to the program's descriptor, until
+// the host's EOF (then closed, or half-closed) or the program's end. Once the
+// program stops reading, what comes is dropped (and credited).
 func (s *stream) toProgram(done func()) {
 	defer done()
-	for {
-		s.mu.Lock()
-		for len(s.queue) == 0 && !s.closed {
-			s.cond.Wait()
-		}
-		if s.closed {
-			s.mu.Unlock()
-			return
-		}
-		b := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		if b == nil {
-			if s.sock {
-				syscall.Shutdown(int(s.f.Fd()), syscall.SHUT_WR)
-			} else {
-				s.f.Close()
-			}
-			return
-		}
-		if _, err := s.f.Write(b); err != nil {
-			// The program closed its end: drop what comes, keep crediting.
-			s.discard(len(b))
-			return
-		}
-		s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
+	if !s.flow.Receive(func(b []byte) error {
+		_, err := s.f.Write(b)
+		return err
+	}, false) {
+		return
 	}
-}
-
-// discard credits what the host sends after the program stopped reading.
-func (s *stream) discard(n int) {
-	s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(n)))
-	for {
-		s.mu.Lock()
-		for len(s.queue) == 0 && !s.closed {
-			s.cond.Wait()
-		}
-		if s.closed {
-			s.mu.Unlock()
-			return
-		}
-		b := s.queue[0]
-		s.queue = s.queue[1:]
-		s.mu.Unlock()
-		if b == nil {
-			return
-		}
-		s.g.w.Write(wire.Credit, s.id, wire.U32(uint32(len(b))))
+	if s.sock {
+		syscall.Shutdown(int(s.f.Fd()), syscall.SHUT_WR)
+	} else {
+		s.f.Close()
 	}
 }
 
 // fromProgram sends what the program writes to the host.
 func (s *stream) fromProgram(done func()) {
 	defer done()
-	buf := make([]byte, wire.ChunkSize)
-	for {
-		s.mu.Lock()
-		for s.window <= 0 && !s.closed {
-			s.cond.Wait()
-		}
-		n := int(min(s.window, int64(len(buf))))
-		closed := s.closed
-		s.mu.Unlock()
-		if closed {
-			return
-		}
-		k, err := s.f.Read(buf[:n])
-		if k > 0 {
-			s.mu.Lock()
-			s.window -= int64(k)
-			s.mu.Unlock()
-			if s.g.w.Write(wire.Data, s.id, buf[:k]) != nil {
-				return
-			}
-		}
-		if err != nil {
-			s.g.w.Write(wire.EOF, s.id, nil)
-			return
-		}
-	}
+	s.flow.Send(s.f)
 }
 
 // proc is one program (its stage 2).
@@ -340,8 +262,7 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 			return
 		}
 		progFiles = append(progFiles, theirs)
-		s := &stream{g: g, id: fd.Stream, f: mine, sock: sock, window: wire.Window}
-		s.cond = sync.NewCond(&s.mu)
+		s := &stream{id: fd.Stream, f: mine, flow: wire.NewFlow(g.w, fd.Stream), sock: sock}
 		streams = append(streams, s)
 	}
 	specR, specW, err := os.Pipe()
@@ -385,10 +306,7 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 		delete(g.procs, id)
 		g.mu.Unlock()
 		for _, s := range streams {
-			s.mu.Lock()
-			s.closed = true
-			s.mu.Unlock()
-			s.cond.Broadcast()
+			s.flow.Stop()
 		}
 	}
 	if err := cmd.Start(); err != nil {

@@ -1,0 +1,134 @@
+package wire
+
+import (
+	"io"
+	"sync"
+)
+
+// Flow is one side's end of a stream (the host's and the guest's are alike):
+// the chunks received for it, queued until they are written out and each
+// acknowledged by a Credit frame, and the window of bytes it may still send,
+// which the peer's Credit frames refill. Its methods are safe for concurrent
+// use: the frame reader calls Push and Credit, one goroutine Receive, another
+// Send.
+type Flow struct {
+	w  *Writer
+	id uint32
+
+	mu      sync.Mutex
+	cond    sync.Cond
+	queue   [][]byte // received chunks (nil: the peer's EOF)
+	window  int64    // bytes this side may still send
+	stopped bool
+}
+
+// NewFlow returns the flow of stream id, whose frames are written to w, with
+// a full window.
+func NewFlow(w *Writer, id uint32) *Flow {
+	f := &Flow{w: w, id: id, window: Window}
+	f.cond.L = &f.mu
+	return f
+}
+
+// Push queues a received chunk (a Data frame's payload; nil for EOF).
+func (f *Flow) Push(b []byte) {
+	f.mu.Lock()
+	f.queue = append(f.queue, b)
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// Credit widens the window by n bytes (a Credit frame).
+func (f *Flow) Credit(n int64) {
+	f.mu.Lock()
+	f.window += n
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+// Stop ends Send and Receive (the program or the channel is gone).
+func (f *Flow) Stop() {
+	f.mu.Lock()
+	f.stopped = true
+	f.mu.Unlock()
+	f.cond.Broadcast()
+}
+
+func (f *Flow) isStopped() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stopped
+}
+
+// next waits for the next received chunk; ok is false once the flow is
+// stopped (with drain, only once the chunks received before are taken too).
+func (f *Flow) next(drain bool) (b []byte, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.queue) == 0 && !f.stopped {
+		f.cond.Wait()
+	}
+	if len(f.queue) == 0 || f.stopped && !drain {
+		return nil, false
+	}
+	b = f.queue[0]
+	f.queue = f.queue[1:]
+	return b, true
+}
+
+// Receive writes the received chunks with write, in order, and credits each
+// one to the peer. Once write fails (the reader left) the chunks are dropped
+// but still credited, so that the peer never blocks on a full window. It
+// returns true at the peer's EOF, false when the flow is stopped; with drain,
+// what was received before the stop is written first.
+func (f *Flow) Receive(write func([]byte) error, drain bool) (eof bool) {
+	broken := false
+	for {
+		b, ok := f.next(drain)
+		if !ok {
+			return false
+		}
+		if b == nil {
+			return true
+		}
+		if !broken && write(b) != nil {
+			broken = true
+		}
+		f.w.Write(Credit, f.id, U32(uint32(len(b))))
+	}
+}
+
+// Send sends what r gives as Data frames, never more than the window allows,
+// and an EOF frame once r ends or fails. It returns then, when writing a frame
+// fails, or when the flow is stopped (nothing is sent after the stop).
+func (f *Flow) Send(r io.Reader) {
+	buf := make([]byte, ChunkSize)
+	for {
+		f.mu.Lock()
+		for f.window <= 0 && !f.stopped {
+			f.cond.Wait()
+		}
+		n := int(min(f.window, int64(len(buf))))
+		stopped := f.stopped
+		f.mu.Unlock()
+		if stopped {
+			return
+		}
+		k, err := r.Read(buf[:n])
+		if k > 0 {
+			f.mu.Lock()
+			f.window -= int64(k)
+			stopped := f.stopped
+			f.mu.Unlock()
+			if stopped || f.w.Write(Data, f.id, buf[:k]) != nil {
+				return
+			}
+		}
+		if err != nil {
+			if !f.isStopped() {
+				f.w.Write(EOF, f.id, nil)
+			}
+			return
+		}
+	}
+}

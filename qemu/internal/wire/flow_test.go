@@ -1,0 +1,136 @@
+package wire
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+// frames collects the frames a Flow writes.
+type frames struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (f *frames) Write(b []byte) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.buf.Write(b)
+}
+
+func (f *frames) read(t *testing.T) []Frame {
+	t.Helper()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	r := NewReader(bytes.NewReader(f.buf.Bytes()))
+	var out []Frame
+	for {
+		fr, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, fr)
+	}
+}
+
+// TestFlowSendWindow: Send stops at the window, goes on after a credit, and
+// ends with EOF; nothing is sent after Stop.
+func TestFlowSendWindow(t *testing.T) {
+	var out frames
+	f := NewFlow(NewWriter(&out), 5)
+	src := bytes.NewReader(bytes.Repeat([]byte("x"), Window+10))
+	done := make(chan struct{})
+	go func() {
+		f.Send(src)
+		close(done)
+	}()
+	// The window full: Send waits for a credit.
+	sent := 0
+	for sent < Window {
+		runtime.Gosched()
+		sent = 0
+		for _, fr := range out.read(t) {
+			if fr.Type != Data || fr.ID != 5 {
+				t.Fatalf("unexpected %v frame of stream %d", fr.Type, fr.ID)
+			}
+			sent += len(fr.Payload)
+		}
+	}
+	f.mu.Lock()
+	w := f.window
+	f.mu.Unlock()
+	if sent != Window || w != 0 {
+		t.Fatalf("%d bytes sent before a credit, window %d; want the window (%d), 0", sent, w, Window)
+	}
+	f.Credit(Window) // room for the rest and for the read that finds the end
+	<-done
+	fs := out.read(t)
+	if last := fs[len(fs)-1]; last.Type != EOF {
+		t.Errorf("last frame %v, want eof", last.Type)
+	}
+	// After Stop, a Send sends nothing (not even EOF).
+	g := NewFlow(NewWriter(&out), 6)
+	g.Stop()
+	g.Send(bytes.NewReader([]byte("y")))
+	for _, fr := range out.read(t) {
+		if fr.ID == 6 {
+			t.Errorf("a stopped flow sent a %v frame", fr.Type)
+		}
+	}
+}
+
+// TestFlowReceive: chunks are written in order and credited, still credited
+// (not written) once the writer failed; EOF reports true; a stop ends the
+// relay at once, or once drained.
+func TestFlowReceive(t *testing.T) {
+	var out frames
+	f := NewFlow(NewWriter(&out), 9)
+	f.Push([]byte("ab"))
+	f.Push([]byte("cde"))
+	f.Push([]byte("fghi"))
+	f.Push(nil)
+	var got []string
+	eof := f.Receive(func(b []byte) error {
+		got = append(got, string(b))
+		if len(got) == 2 {
+			return io.ErrClosedPipe
+		}
+		return nil
+	}, false)
+	if !eof || len(got) != 2 || got[0] != "ab" || got[1] != "cde" {
+		t.Errorf("eof %v, written %q; want true, [ab cde]", eof, got)
+	}
+	var credits []uint32
+	for _, fr := range out.read(t) {
+		n, err := ParseU32(fr.Payload)
+		if fr.Type != Credit || fr.ID != 9 || err != nil {
+			t.Fatalf("unexpected %v frame of stream %d", fr.Type, fr.ID)
+		}
+		credits = append(credits, n)
+	}
+	if len(credits) != 3 || credits[0] != 2 || credits[1] != 3 || credits[2] != 4 {
+		t.Errorf("credits %v, want [2 3 4]", credits)
+	}
+
+	write := func(n *int) func([]byte) error {
+		return func([]byte) error { *n++; return nil }
+	}
+	for _, drain := range []bool{false, true} {
+		g := NewFlow(NewWriter(io.Discard), 1)
+		g.Push([]byte("x"))
+		g.Stop()
+		n := 0
+		if g.Receive(write(&n), drain) {
+			t.Errorf("drain %v: a stopped flow reported EOF", drain)
+		}
+		if want := map[bool]int{false: 0, true: 1}[drain]; n != want {
+			t.Errorf("drain %v: %d chunks written after the stop, want %d", drain, n, want)
+		}
+	}
+}
