@@ -18,8 +18,8 @@ func TestEnvironmentExact(t *testing.T) {
 // sees (bwrap would set its own).
 func TestEnvironmentPWDFromPolicy(t *testing.T) {
 	sb := sandbox(t, []string{"env=PWD=/policy/value"})
-	out := py(t, sb, "import os; print(sorted(os.environ.items()))")
-	expectLine(t, out, "[('PWD', '/policy/value')]")
+	out := providertest.Py(t, sb, "import os; print(sorted(os.environ.items()))")
+	providertest.ExpectLine(t, out, "[('PWD', '/policy/value')]")
 }
 
 // TestEnvironmentNotOnCommandLine: the values of the environment never appear on

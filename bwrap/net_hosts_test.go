@@ -11,7 +11,7 @@ import (
 // sandbox's own loopback); the sandbox's /etc/hosts holds the pinned names
 // (localhost here) and its /etc/resolv.conf names the filter's resolver.
 func TestNetHostLoopbackAndNames(t *testing.T) {
-	requireBwrap(t)
+	providertest.Require(t, providerName)
 	newTestNet(t) // skips without the filter
 	providertest.NetHostLoopbackAndNames(t, providerName, true)
 }

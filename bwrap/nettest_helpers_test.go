@@ -6,10 +6,8 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// The network tests build a network of their own (see providertest.NewNet) and
-// send traffic only to it: 10.233.R.0/24.
-
-// newTestNet builds the test network of one test, removed at its end.
+// newTestNet builds the test network of one test (see providertest.NewNet),
+// removed at its end: 10.233.R.0/24.
 func newTestNet(t *testing.T) *providertest.Net {
 	t.Helper()
 	return providertest.NewNet(t, providerName, 233, "bw")

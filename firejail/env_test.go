@@ -19,8 +19,8 @@ func TestEnvironmentExact(t *testing.T) {
 // program without acting on firejail (a root process).
 func TestEnvironmentOverridesFirejail(t *testing.T) {
 	sb := sandbox(t, []string{"env=SHELL=/bin/policy-shell", "env=container=policy", "env=LD_BIND_NOW=1"})
-	out := py(t, sb, "import os; print(sorted(os.environ.items()))")
-	expectLine(t, out, "[('LD_BIND_NOW', '1'), ('SHELL', '/bin/policy-shell'), ('container', 'policy')]")
+	out := providertest.Py(t, sb, "import os; print(sorted(os.environ.items()))")
+	providertest.ExpectLine(t, out, "[('LD_BIND_NOW', '1'), ('SHELL', '/bin/policy-shell'), ('container', 'policy')]")
 }
 
 // TestEnvironmentNotOnCommandLine: the values of the environment never appear on

@@ -16,7 +16,7 @@ import (
 // sandbox's own loopback); the sandbox's /etc/hosts holds the pinned names
 // (localhost here) and its /etc/resolv.conf names the filter's resolver.
 func TestNetHostLoopbackAndNames(t *testing.T) {
-	requireFirejail(t)
+	providertest.Require(t, providerName)
 	newTestNet(t) // skips without the filter
 	providertest.NetHostLoopbackAndNames(t, providerName, false)
 }
@@ -25,7 +25,7 @@ func TestNetHostLoopbackAndNames(t *testing.T) {
 // when the host is root), firejail still takes the filter's hosts file, which
 // replaces the host's; the rest of /etc is the host's.
 func TestNetHostsOverExposedEtc(t *testing.T) {
-	requireFirejail(t)
+	providertest.Require(t, providerName)
 	newTestNet(t) // skips without the filter
 	version, err := os.ReadFile("/etc/debian_version")
 	if err != nil {
@@ -33,14 +33,14 @@ func TestNetHostsOverExposedEtc(t *testing.T) {
 	}
 	port := providertest.HostListener(t)
 	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
-	out := py(t, sb, netPrelude+`
+	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))
 print("hosts", open("/etc/hosts").read().splitlines()[0])
 print("version", repr(open("/etc/debian_version").read()))
 `, port)
-	expectLine(t, out, "host OK host")
-	expectLine(t, out, "hosts # The sandbox's hosts file, written from the host names pinned by its policy.")
-	expectLine(t, out, "version "+pyRepr(string(version)))
+	providertest.ExpectLine(t, out, "host OK host")
+	providertest.ExpectLine(t, out, "hosts # The sandbox's hosts file, written from the host names pinned by its policy.")
+	providertest.ExpectLine(t, out, "version "+pyRepr(string(version)))
 }
 
 // pyRepr is Python's repr of a short ASCII string without quotes or backslashes
@@ -91,11 +91,11 @@ func namedNamespaces() []string {
 // names no resolver (pinned names still resolve through /etc/hosts).
 func TestNetResolverRefusedByRule(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT", "net=DENY|udp|*|53|OUT"})
-	out := py(t, sb, netPrelude+`
+	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(providertest.TCPA) + "|OUT", "net=DENY|udp|*|53|OUT"})
+	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("resolv", lambda: open("/etc/resolv.conf").read())
 attempt("dns", lambda: udp("10.0.2.3", 53))
 `)
-	expectLine(t, out, "resolv ENOENT")
-	expectLine(t, out, "dns EPERM")
+	providertest.ExpectLine(t, out, "resolv ENOENT")
+	providertest.ExpectLine(t, out, "dns EPERM")
 }

@@ -56,6 +56,9 @@ func (n *Net) Addr(host int) string { return fmt.Sprintf("10.%d.%d.%d", n.octet,
 func NewNet(t *testing.T, name string, octet int, tag string) *Net {
 	t.Helper()
 	p := Require(t, name)
+	if os.Geteuid() != 0 {
+		t.Skip("the test network (a namespace and a veth pair) needs root")
+	}
 	if !p.Capabilities().Has(pysandboxes.CapNetHosts) {
 		t.Skip("the network filter is not available here")
 	}
