@@ -55,7 +55,7 @@ func TestIgnoreHidingTheProgramRefused(t *testing.T) {
 // could plan (and says so).
 func TestIgnoreScanTooLarge(t *testing.T) {
 	providertest.IgnoreLargeTree(t, providerName, func(t *testing.T, dir string) {
-		sb := sandbox(t, []string{"expose-ro=" + dir, "ignore=.env"}, pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
+		sb := providertest.Sandbox(t, providerName, []string{"expose-ro=" + dir, "ignore=.env"}, pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
 		if err := sb.Command(context.Background(), "/bin/true").Run(); err != nil {
 			t.Fatalf("accepted: %v", err)
 		}

@@ -41,7 +41,7 @@ func TestWayToExposedNotListable(t *testing.T) {
 	exposed := filepath.Join(root, "exposed")
 	providertest.WriteFile(t, filepath.Join(exposed, "ok.txt"), "ok")
 	providertest.WriteFile(t, filepath.Join(root, "outside", "secret.txt"), "SECRET")
-	sb := sandbox(t, []string{"expose-ro=" + exposed})
+	sb := providertest.Sandbox(t, providerName, []string{"expose-ro=" + exposed})
 	cmd := sb.Command(context.Background(), providertest.Python(t), "-I", "-c", providertest.TryPrelude+`
 os.chdir("..")
 attempt("read", lambda: open("outside/secret.txt").read())

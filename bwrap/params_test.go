@@ -32,7 +32,7 @@ func TestBadParamsRefused(t *testing.T) {
 
 // TestGoodParamsApplied: allowed bwrap.<opt>= lines reach bwrap, in order.
 func TestGoodParamsApplied(t *testing.T) {
-	sb := sandbox(t, []string{"bwrap.hostname=inside", "bwrap.perms=0700", "bwrap.tmpfs=/scratch",
+	sb := providertest.Sandbox(t, providerName, []string{"bwrap.hostname=inside", "bwrap.perms=0700", "bwrap.tmpfs=/scratch",
 		"bwrap.symlink=/scratch /alias", "bwrap.new-session="})
 	out := providertest.Py(t, sb, providertest.TryPrelude+`
 attempt("hostname", lambda: socket.gethostname())

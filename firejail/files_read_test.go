@@ -64,6 +64,6 @@ func TestExposedHelpersDirectory(t *testing.T) {
 	if helpers == "" {
 		t.Skip("firejail's helpers are not where this test looks")
 	}
-	out := providertest.Py(t, sandbox(t, []string{"expose-ro=" + filepath.Dir(helpers)}), `print("ran")`)
+	out := providertest.Py(t, providertest.Sandbox(t, providerName, []string{"expose-ro=" + filepath.Dir(helpers)}), `print("ran")`)
 	providertest.ExpectLine(t, out, "ran")
 }

@@ -36,7 +36,7 @@ func TestBadParamsRefused(t *testing.T) {
 // TestGoodParamsApplied: allowed firejail.<key>= lines reach firejail: a
 // hostname, a resource limit, an extra system call refused by seccomp.
 func TestGoodParamsApplied(t *testing.T) {
-	sb := sandbox(t, []string{"firejail.hostname=inside", "firejail.rlimit-nofile=77", "firejail.seccomp=chown"})
+	sb := providertest.Sandbox(t, providerName, []string{"firejail.hostname=inside", "firejail.rlimit-nofile=77", "firejail.seccomp=chown"})
 	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import resource
 attempt("hostname", lambda: socket.gethostname())
@@ -52,7 +52,7 @@ attempt("chown", lambda: os.chown("/", 0, 0))
 // limit (WithLimits) is refused, naming the line: firejail runs as root and
 // could raise it.
 func TestParamRaisingALimitRefused(t *testing.T) {
-	sb := sandbox(t, []string{"firejail.rlimit-nofile=4096"}, pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 64}))
+	sb := providertest.Sandbox(t, providerName, []string{"firejail.rlimit-nofile=4096"}, pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 64}))
 	_, err := providertest.Run(t, sb, "/bin/true")
 	if err == nil || !strings.Contains(err.Error(), "<arg>: firejail.rlimit-nofile=4096: raises the sandbox's limit (64)") {
 		t.Fatalf("got %v", err)

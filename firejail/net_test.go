@@ -11,12 +11,45 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// TestNetHostLoopbackAndNames: an OUT rule for the host's 127.0.0.1 reaches a
-// listener of the host on that port only (any other port of 127.0.0.1 is the
-// sandbox's own loopback); the sandbox's /etc/hosts holds the pinned names
-// (localhost here) and its /etc/resolv.conf names the filter's resolver.
+// The network scenarios (package internal/providertest) run through
+// firejail's network namespace; with net= rules, through the network filter
+// and its egress stack. The tests that send traffic build a network of their
+// own: 10.234.R.0/24 (newTestNet).
+
+// newTestNet builds the test network of one test (see providertest.NewNet),
+// removed at its end.
+func newTestNet(t *testing.T) *providertest.Net {
+	t.Helper()
+	return providertest.NewNet(t, providerName, 234, "fj")
+}
+
+// TestLoopbackOnlyWithoutNetRules: firejail --net=none gives the loopback only.
+func TestLoopbackOnlyWithoutNetRules(t *testing.T) {
+	providertest.LoopbackOnlyWithoutNetRules(t, providerName)
+}
+
+// TestNetRuleRefused: what the filter cannot enforce is refused before firejail
+// starts.
+func TestNetRuleRefused(t *testing.T) { providertest.NetRuleRefused(t, providerName) }
+
+// TestListenNeedsAnInRule: firejail cannot refuse MPTCP sockets, which go
+// around Landlock's rules: a listener made so is still out of reach of
+// anything outside the sandbox's network namespace.
+func TestListenNeedsAnInRule(t *testing.T) { providertest.ListenNeedsAnInRule(t, providerName, "") }
+
+// TestNetTCPByHostAndPort: without a UDP rule, UDP is dropped by the network
+// filter (send fails with EPERM): firejail's seccomp filter lets UDP sockets be
+// made.
+func TestNetTCPByHostAndPort(t *testing.T) {
+	providertest.NetTCPByHostAndPort(t, providerName, newTestNet(t))
+}
+
+// TestNetUDPByPort: the network filter lets datagrams out to the rule's port
+// only.
+func TestNetUDPByPort(t *testing.T) { providertest.NetUDPByPort(t, providerName, newTestNet(t)) }
+
+// TestNetHostLoopbackAndNames: firejail --dns names the filter's resolver.
 func TestNetHostLoopbackAndNames(t *testing.T) {
-	providertest.Require(t, providerName)
 	newTestNet(t) // skips without the filter
 	providertest.NetHostLoopbackAndNames(t, providerName, false)
 }
@@ -32,7 +65,7 @@ func TestNetHostsOverExposedEtc(t *testing.T) {
 		t.Skip("no /etc/debian_version here:", err)
 	}
 	port := providertest.HostListener(t)
-	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
+	sb := providertest.Sandbox(t, providerName, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
 	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))
 print("hosts", open("/etc/hosts").read().splitlines()[0])
@@ -91,7 +124,7 @@ func namedNamespaces() []string {
 // names no resolver (pinned names still resolve through /etc/hosts).
 func TestNetResolverRefusedByRule(t *testing.T) {
 	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(providertest.TCPA) + "|OUT", "net=DENY|udp|*|53|OUT"})
+	sb := providertest.Sandbox(t, providerName, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(providertest.TCPA) + "|OUT", "net=DENY|udp|*|53|OUT"})
 	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("resolv", lambda: open("/etc/resolv.conf").read())
 attempt("dns", lambda: udp("10.0.2.3", 53))
