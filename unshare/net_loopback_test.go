@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
@@ -133,24 +132,5 @@ sys.stdin.readline()
 	}
 }
 
-// TestNetworkRulesRefused: a net= ALLOW rule the network filter cannot serve (an
-// IPv6-only destination, a loopback address other than 127.0.0.1) is refused by
-// New, naming it; without the network filter every ALLOW rule is. A DENY rule
-// alone needs nothing more than the private network.
-func TestNetworkRulesRefused(t *testing.T) {
-	p := providertest.Require(t, "unshare")
-	rules := []string{"net=ALLOW|tcp|::2|80|OUT", "net=ALLOW|tcp|127.0.0.53|53|OUT"}
-	if !p.Capabilities().Has(pysandboxes.CapNetHosts) {
-		rules = append(rules, "net=ALLOW|tcp|127.0.0.1|80|OUT")
-	}
-	for _, rule := range rules {
-		_, err := pysandboxes.New(context.Background(), providertest.Build(t, rule),
-			pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
-		if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(rule, "net=")) {
-			t.Errorf("%s: want a refusal naming the rule, got %v", rule, err)
-		}
-	}
-	sb := sandbox(t, []string{"net=DENY|tcp|*|*|*"})
-	out := providertest.Sh(t, sb, "echo ok")
-	providertest.ExpectLine(t, out, "ok")
-}
+// TestNetworkRulesRefused: see providertest.NetRuleRefused.
+func TestNetworkRulesRefused(t *testing.T) { providertest.NetRuleRefused(t, "unshare") }
