@@ -22,7 +22,8 @@ func TestIgnoredPathsMasked(t *testing.T) {
 		"env-stat": {"OK 0"}, // the mask, not the file
 	}.With("EACCES", "env", "subenv", "secretdir", "secretfile", "hardlink", "symlink", "link-to-env", "target", "env-write").
 		With("EROFS", "env-chmod").
-		With("EBUSY", "env-remove", "env-rename", "env-move"))
+		With("EBUSY", "env-remove", "env-rename", "env-move").
+		With("OK 3", "create"))
 }
 
 // TestIgnoreAbsolutePattern: an absolute pattern hides its paths wherever the

@@ -19,7 +19,8 @@ func TestIgnoredPathsMasked(t *testing.T) {
 		"secretfile": {"EACCES"},
 		"env-write":  {"EACCES", "EROFS"},
 	}.WithAny([]string{"OK ''", "EACCES"}, "env", "subenv", "hardlink", "symlink", "link-to-env", "target").
-		With("EBUSY", "env-remove", "env-rename", "env-move"))
+		With("EBUSY", "env-remove", "env-rename", "env-move").
+		With("OK 3", "create"))
 }
 
 // TestIgnoreAbsolutePattern: an absolute pattern hides its paths, and a file
