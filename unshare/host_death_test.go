@@ -58,7 +58,7 @@ func playHost() int {
 	bufio.NewReader(out).ReadString('\n')
 	var pids []string
 	for range 100 {
-		if ps := inPidNamespaceOf(cmd.Pid()); len(ps) >= 4 {
+		if ps := providertest.InPidNamespaceOf(cmd.Pid()); len(ps) >= 4 {
 			for _, p := range ps {
 				pids = append(pids, strconv.Itoa(p))
 			}

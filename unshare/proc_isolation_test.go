@@ -1,16 +1,12 @@
 package unshare_test
 
 import (
-	"context"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
@@ -103,69 +99,5 @@ attempt("max-userns", lambda: open("/proc/sys/user/max_user_namespaces").read().
 	}
 }
 
-// TestTreeKilledOnCancel: when the context ends, the whole tree dies (a process in
-// a session of its own, orphaned, included), and Wait returns promptly.
-func TestTreeKilledOnCancel(t *testing.T) {
-	sb := sandbox(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := sb.Command(ctx, providertest.Python(t), "-I", "-c", `
-import os, sys
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        while True: pass
-    os._exit(0)
-os.read(r, 1)
-print("ready", flush=True)
-while True: pass
-`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(out, buf); err != nil {
-		t.Fatal(err)
-	}
-	pids := inPidNamespaceOf(cmd.Pid())
-	if len(pids) < 3 { // the supervisor, the program, the orphan
-		t.Errorf("processes of the sandbox: %v", pids)
-	}
-	cancel()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("Wait returned nil after cancel")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return after cancel")
-	}
-	proctest.WaitGone(t, 5*time.Second, pids...)
-}
-
-// inPidNamespaceOf lists the host's processes in the pid namespace of pid.
-func inPidNamespaceOf(pid int) []int {
-	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
-	if err != nil {
-		return nil
-	}
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if l, _ := os.Readlink("/proc/" + e.Name() + "/ns/pid"); l == ns && proctest.Alive(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// TestTreeKilledOnCancel: see providertest.TreeKilledOnCancel.
+func TestTreeKilledOnCancel(t *testing.T) { providertest.TreeKilledOnCancel(t, "unshare") }

@@ -3,7 +3,9 @@ package providertest
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,12 +62,22 @@ attempt("kill-1", lambda: os.kill(1, 0))
 	}
 }
 
-// scenTreeKilledOnCancel: cancelling the context ends the program and every
-// process it started (background ones too), and Wait reports the cancellation.
-func scenTreeKilledOnCancel(t *testing.T, name string) {
+// scenTreeKilledOnCancel: TreeKilledOnCancel.
+func scenTreeKilledOnCancel(t *testing.T, name string) { TreeKilledOnCancel(t, name) }
+
+// TreeKilledOnCancel: cancelling the context ends the program and every
+// process it started (background ones, and an orphan in a session of its own),
+// and Wait reports the cancellation (an *ExitError that is context.Canceled).
+func TreeKilledOnCancel(t *testing.T, name string) {
 	sb := Sandbox(t, name, []string{"expose-ro=/usr/bin"})
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := sb.Command(ctx, "/bin/sh", "-c", `sleep 1000 & sleep 1001 & (sh -c 'sleep 1002' &) ; echo started; wait`)
+	defer cancel()
+	// The sleeps' durations are this test's own: no other process of the host has them.
+	var b [3]byte
+	rand.Read(b[:])
+	mark := fmt.Sprintf("sleep 1%07d", int(b[0])<<16|int(b[1])<<8|int(b[2]))
+	cmd := sb.Command(ctx, "/bin/sh", "-c", `m=$1; sleep ${m}1 & sleep ${m}2 & (sh -c "sleep ${m}3" &) ; (setsid sleep ${m}4 &) ; echo started; wait`,
+		"sh", strings.TrimPrefix(mark, "sleep "))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -77,16 +89,17 @@ func scenTreeKilledOnCancel(t *testing.T, name string) {
 	if strings.TrimSpace(line) != "started" {
 		t.Fatalf("got %q", line)
 	}
-	defer cancel()
 	var sleeps []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if sleeps = sleepers(); len(sleeps) >= 3 {
+		if sleeps = sleepers(mark); len(sleeps) >= 4 {
 			break
 		}
 	}
-	if len(sleeps) < 3 {
-		t.Fatalf("expected 3 sleeps, found %v", sleeps)
+	if len(sleeps) < 4 {
+		t.Fatalf("expected 4 sleeps, found %v", sleeps)
 	}
+	// Every process of the sandbox's pid namespace goes, its first one too.
+	sleeps = append(sleeps, InPidNamespaceOf(sleeps[0])...)
 	cancel()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -102,8 +115,29 @@ func scenTreeKilledOnCancel(t *testing.T, name string) {
 	proctest.WaitGone(t, 5*time.Second, sleeps...)
 }
 
-// sleepers lists the "sleep 100x" processes of the host.
-func sleepers() []int {
+// InPidNamespaceOf lists the host's processes in the pid namespace of pid,
+// none when it is this process's own.
+func InPidNamespaceOf(pid int) []int {
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if self, _ := os.Readlink("/proc/self/ns/pid"); err != nil || ns == self {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, _ := os.Readlink("/proc/" + e.Name() + "/ns/pid"); l == ns && proctest.Alive(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sleepers lists the processes of the host whose command line starts with mark.
+func sleepers(mark string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -111,7 +145,7 @@ func sleepers() []int {
 		if err != nil {
 			continue
 		}
-		if c := strings.ReplaceAll(string(b), "\x00", " "); strings.HasPrefix(c, "sleep 100") {
+		if c := strings.ReplaceAll(string(b), "\x00", " "); strings.HasPrefix(c, mark) {
 			if pid, err := strconv.Atoi(e.Name()); err == nil {
 				out = append(out, pid)
 			}
