@@ -11,18 +11,6 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// The network scenarios (package internal/providertest) run through
-// firejail's network namespace; with net= rules, through the network filter
-// and its egress stack. The tests that send traffic build a network of their
-// own: 10.234.R.0/24 (newTestNet).
-
-// newTestNet builds the test network of one test (see providertest.NewNet),
-// removed at its end.
-func newTestNet(t *testing.T) *providertest.Net {
-	t.Helper()
-	return providertest.NewNet(t, providerName, 234, "fj")
-}
-
 // TestLoopbackOnlyWithoutNetRules: firejail --net=none gives the loopback only.
 func TestLoopbackOnlyWithoutNetRules(t *testing.T) {
 	providertest.LoopbackOnlyWithoutNetRules(t, providerName)
@@ -41,16 +29,18 @@ func TestListenNeedsAnInRule(t *testing.T) { providertest.ListenNeedsAnInRule(t,
 // filter (send fails with EPERM): firejail's seccomp filter lets UDP sockets be
 // made.
 func TestNetTCPByHostAndPort(t *testing.T) {
-	providertest.NetTCPByHostAndPort(t, providerName, newTestNet(t))
+	providertest.NetTCPByHostAndPort(t, providerName, providertest.TestNet(t, providerName))
 }
 
 // TestNetUDPByPort: the network filter lets datagrams out to the rule's port
 // only.
-func TestNetUDPByPort(t *testing.T) { providertest.NetUDPByPort(t, providerName, newTestNet(t)) }
+func TestNetUDPByPort(t *testing.T) {
+	providertest.NetUDPByPort(t, providerName, providertest.TestNet(t, providerName))
+}
 
 // TestNetHostLoopbackAndNames: firejail --dns names the filter's resolver.
 func TestNetHostLoopbackAndNames(t *testing.T) {
-	newTestNet(t) // skips without the filter
+	providertest.TestNet(t, providerName) // skips without the filter
 	providertest.NetHostLoopbackAndNames(t, providerName, false)
 }
 
@@ -59,7 +49,7 @@ func TestNetHostLoopbackAndNames(t *testing.T) {
 // replaces the host's; the rest of /etc is the host's.
 func TestNetHostsOverExposedEtc(t *testing.T) {
 	providertest.Require(t, providerName)
-	newTestNet(t) // skips without the filter
+	providertest.TestNet(t, providerName) // skips without the filter
 	version, err := os.ReadFile("/etc/debian_version")
 	if err != nil {
 		t.Skip("no /etc/debian_version here:", err)
@@ -85,7 +75,7 @@ func pyRepr(s string) string {
 // TestNetNoLeaks: runs with the filter leave no slirp4netns, descriptor or child
 // behind.
 func TestNetNoLeaks(t *testing.T) {
-	n := newTestNet(t)
+	n := providertest.TestNet(t, providerName)
 	nsBefore := namedNamespaces()
 	providertest.NetNoLeaks(t, providerName, n)
 	// Other programs of the host may be making their own meanwhile: wait for the
@@ -123,7 +113,7 @@ func namedNamespaces() []string {
 // datagrams; firejail --dns cannot say "options use-vc", so the sandbox then
 // names no resolver (pinned names still resolve through /etc/hosts).
 func TestNetResolverRefusedByRule(t *testing.T) {
-	n := newTestNet(t)
+	n := providertest.TestNet(t, providerName)
 	sb := providertest.Sandbox(t, providerName, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(providertest.TCPA) + "|OUT", "net=DENY|udp|*|53|OUT"})
 	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("resolv", lambda: open("/etc/resolv.conf").read())

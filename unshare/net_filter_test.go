@@ -144,7 +144,7 @@ c.close()
 // lets its datagrams reach the server, and the replies come back.
 func TestFilterHosts(t *testing.T) {
 	requireFilter(t)
-	n := providertest.NewNet(t, "unshare", 235, "us")
+	n := providertest.TestNet(t, "unshare")
 	a, b := n.Addr(2), n.Addr(3)
 	sb := sandbox(t, []string{
 		fmt.Sprintf("net=ALLOW|tcp|%s|%d|OUT", a, providertest.TCPA),

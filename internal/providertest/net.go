@@ -92,6 +92,18 @@ func NewNet(t *testing.T, name string, octet int, tag string) *Net {
 	return n
 }
 
+// TestNet is NewNet with the addresses of the provider name's own tests
+// (10.233 for bwrap, 10.234 for firejail, 10.235 for unshare), so that the
+// tests of several providers running at once do not meet.
+func TestNet(t *testing.T, name string) *Net {
+	t.Helper()
+	octet, tag := map[string]int{"bwrap": 233, "firejail": 234, "unshare": 235}[name], name[:2]
+	if octet == 0 {
+		t.Fatalf("no test network for %s", name)
+	}
+	return NewNet(t, name, octet, tag)
+}
+
 // serve starts the listeners inside the server namespace.
 func (n *Net) serve() error {
 	fd, err := unix.Open("/run/netns/"+n.ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
