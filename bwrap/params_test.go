@@ -1,25 +1,16 @@
 package bwrap_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
-	"github.com/pysandboxes/pysandboxes"
-	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestBadParamsRefused: bwrap.<opt>= lines that would show host paths, change the
 // environment, the network, the capabilities, take a descriptor, or that bwrap
 // does not know, are refused with the file and line of each, all together.
 func TestBadParamsRefused(t *testing.T) {
-	requireBwrap(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, ".py-sandboxes")
-	lines := []string{
-		"os-sandbox=bwrap",             // 1
+	providertest.BadParamsRefused(t, providerName, []string{
 		"bwrap.bind=/ /",               // 2
 		"bwrap.ro-bind=/etc /etc",      // 3
 		"bwrap.share-net=yes",          // 4
@@ -33,47 +24,24 @@ func TestBadParamsRefused(t *testing.T) {
 		"bwrap.perms=0700",             // 12 (nothing follows)
 		"bwrap.chmod=0777 /etc/passwd", // 13
 		"bwrap.new-session=maybe",      // 14
-	}
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.Load(context.Background(), file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()))
-	if err == nil {
-		t.Fatal("the sandbox was made")
-	}
-	msg := err.Error()
-	for i := 2; i <= len(lines); i++ {
-		ref := ".py-sandboxes(" + itoa(i) + "): " + lines[i-1]
-		if !strings.Contains(msg, ref) {
-			t.Errorf("the error does not name line %d (%q):\n%s", i, ref, msg)
-		}
-	}
-	for _, why := range []string{"use expose-ro= or expose-rw=", "the network is the policy's net= rules",
+	}, []string{"use expose-ro= or expose-rw=", "the network is the policy's net= rules",
 		"the environment is exactly the policy's env= rules", "holds no capability", "takes a descriptor",
 		"unknown bwrap option --no-such-option", "not a clean absolute path", "belongs to the sandbox's own /proc",
-		"takes 2 values", "applies to the next option", "changes the mode of a host file", "takes no value"} {
-		if !strings.Contains(msg, why) {
-			t.Errorf("the error does not say %q:\n%s", why, msg)
-		}
-	}
+		"takes 2 values", "applies to the next option", "changes the mode of a host file", "takes no value"})
 }
 
 // TestGoodParamsApplied: allowed bwrap.<opt>= lines reach bwrap, in order.
 func TestGoodParamsApplied(t *testing.T) {
-	sb := sandbox(t, []string{"bwrap.hostname=inside", "bwrap.perms=0700", "bwrap.tmpfs=/scratch",
+	sb := providertest.Sandbox(t, providerName, []string{"bwrap.hostname=inside", "bwrap.perms=0700", "bwrap.tmpfs=/scratch",
 		"bwrap.symlink=/scratch /alias", "bwrap.new-session="})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 attempt("hostname", lambda: socket.gethostname())
 attempt("scratch", lambda: oct(os.stat("/scratch").st_mode & 0o777))
 attempt("link", lambda: os.readlink("/alias"))
 attempt("sid", lambda: os.getsid(0))
 `)
-	expectLine(t, out, "hostname OK inside")
-	expectLine(t, out, "scratch OK 0o700")
-	expectLine(t, out, "link OK /scratch")
-	expectLine(t, out, "sid OK 1") // a session of the sandbox (0: one of the host)
+	providertest.ExpectLine(t, out, "hostname OK inside")
+	providertest.ExpectLine(t, out, "scratch OK 0o700")
+	providertest.ExpectLine(t, out, "link OK /scratch")
+	providertest.ExpectLine(t, out, "sid OK 1") // a session of the sandbox (0: one of the host)
 }

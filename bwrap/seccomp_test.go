@@ -11,6 +11,6 @@ import (
 // io_uring are refused (EPERM), so are UDP, raw and packet sockets without a
 // net= rule; TCP and Unix sockets can be made.
 func TestSeccompInEffect(t *testing.T) {
-	requireSeccomp(t)
+	providertest.RequireSeccomp(t)
 	providertest.SeccompInEffect(t, providerName, map[string]string{"udp": "EPERM", "udp-out": "EPERM", "packet": "EPERM"})
 }

@@ -1,109 +1,46 @@
 package firejail_test
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// TestReadOnlyExposedTree: an expose-ro directory is readable and listable, not
-// writable (EROFS); outside it, the host's files cannot be read: absent (ENOENT)
-// where firejail whitelists, unreadable (EACCES) where it blacklists.
+// TestReadOnlyExposedTree: an expose-ro directory is readable, listable and
+// importable, not writable (EROFS); outside it, the host's files cannot be
+// read: absent (ENOENT) where firejail whitelists, unreadable where it
+// blacklists (an empty directory, of mode 0 to the unprivileged uid the program
+// runs as when the host is root).
 func TestReadOnlyExposedTree(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "a.txt"), "alpha")
-	writeFile(t, filepath.Join(dir, "sub", "b.txt"), "beta")
-	outside := t.TempDir()
-	writeFile(t, filepath.Join(outside, "secret.txt"), "SECRET")
-	sb := sandbox(t, []string{"expose-ro=" + dir})
-	out := py(t, sb, tryPrelude+`
-d, outside = sys.argv[1:3]
-attempt("read", lambda: open(d + "/a.txt").read())
-attempt("nested", lambda: open(d + "/sub/b.txt").read())
-attempt("list", lambda: sorted(os.listdir(d)))
-attempt("write", lambda: open(d + "/a.txt", "w").write("x"))
-attempt("create", lambda: open(d + "/new.txt", "w").write("x"))
-attempt("remove", lambda: os.remove(d + "/a.txt"))
-attempt("outside", lambda: open(outside + "/secret.txt").read())
-attempt("shadow", lambda: open("/etc/shadow").read())
-attempt("passwd", lambda: open("/etc/passwd").read())
-attempt("root", lambda: os.listdir("/root"))
-attempt("root-bashrc", lambda: open("/root/.bashrc").read())
-attempt("home", lambda: os.listdir("/home"))
-attempt("run-dbus", lambda: os.listdir("/run/dbus"))
-attempt("slash-create", lambda: open("/evil.txt", "w").write("x"))
-`, dir, outside)
-	expectLine(t, out, "read OK alpha")
-	expectLine(t, out, "nested OK beta")
-	expectLine(t, out, "list OK ['a.txt', 'sub']")
-	for _, l := range []string{"write", "create", "remove", "slash-create"} {
-		expectLine(t, out, l+" EROFS")
-	}
-	for _, l := range []string{"outside", "shadow", "passwd"} {
-		expectLine(t, out, l+" ENOENT") // not whitelisted
-	}
-	expectLine(t, out, "root-bashrc EACCES") // in a blacklisted directory
-	for _, l := range []string{"root", "home", "run-dbus"} {
-		// blacklisted: an empty, read-only directory (mode 0 to the unprivileged
-		// uid the program runs as when the host is root)
-		expectOneOf(t, out, l, "OK []", "EACCES")
-	}
-	if strings.Contains(out, "SECRET") {
-		t.Errorf("a file outside the exposed tree leaked:\n%s", out)
-	}
-	if _, err := os.Lstat("/evil.txt"); err == nil {
-		os.Remove("/evil.txt")
-		t.Error("/evil.txt was created on the host")
-	}
+	providertest.ReadOnlyExposedTree(t, providerName, []string{"EROFS"}, providertest.Outcomes{
+		"root-bashrc": {"EACCES"},         // in a blacklisted directory
+		"parent-list": {"OK ['exposed']"}, // the names on the way (files-meta), not the directory beside
+	}.With("ENOENT", "outside", "outside-list", "shadow", "passwd", "hostname").
+		WithAny([]string{"OK []", "EACCES"}, "root", "home", "run-dbus"))
 }
 
 // TestOnlyWhatTheProgramNeeds: without any rule, /bin/sh runs and sees its own
-// binary and libraries; the rest of /usr/bin, /usr/share and /etc are not there.
+// binary and libraries; the rest of /usr/bin, /usr/share and /etc are not there
+// or cannot be read.
 func TestOnlyWhatTheProgramNeeds(t *testing.T) {
-	sb := sandbox(t, nil)
-	out, err := run(t, sb, "/bin/sh", "-c", `for p in /bin/sh /etc/ld.so.cache /etc/passwd /usr/bin/gcc /usr/bin/python3 /usr/share/doc /var/log; do
-  if [ -r "$p" ]; then echo "$p readable"; else echo "$p unreadable"; fi
-done`)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	for _, l := range []string{"/bin/sh readable", "/etc/ld.so.cache readable"} {
-		expectLine(t, out, l)
-	}
-	for _, p := range []string{"/etc/passwd", "/usr/bin/gcc", "/usr/bin/python3", "/usr/share/doc", "/var/log"} {
-		expectLine(t, out, p+" unreadable")
-	}
+	providertest.OnlyWhatTheProgramNeeds(t, providerName, providertest.Outcomes{}.
+		With("absent unreadable", "/etc/passwd", "/usr/bin/gcc", "/usr/bin/python3").
+		WithAny([]string{"absent unreadable", "present unreadable"}, "/usr/share/doc", "/var/log"))
 }
 
 // TestPythonRunsAndImports: the real interpreter starts with its standard library
 // and extension modules, and runs a script from an exposed directory that imports
 // a sibling module.
 func TestPythonRunsAndImports(t *testing.T) {
-	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "helper.py"), "VALUE = 42\n")
-	writeFile(t, filepath.Join(dir, "main.py"), "import helper, ssl, ctypes, sqlite3, json\nprint('value', helper.VALUE)\n")
-	sb := sandbox(t, []string{"expose-ro=" + dir})
-	out, err := run(t, sb, python(t), filepath.Join(dir, "main.py"))
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	expectLine(t, out, "value 42")
+	providertest.PythonRunsAndImports(t, providerName)
 }
 
 // TestExposedRoot: expose-ro=/ shows the host's tree read-only, but /proc and
 // /dev stay the sandbox's own (its processes only).
 func TestExposedRoot(t *testing.T) {
-	sb := sandbox(t, []string{"expose-ro=/"})
-	out := py(t, sb, tryPrelude+`
-attempt("passwd", lambda: open("/etc/passwd").read()[:5])
-attempt("write", lambda: open("/etc/pysb-root-test", "w"))
-attempt("procs", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) < 8)
-`)
-	expectLine(t, out, "passwd OK root:")
-	expectLine(t, out, "write EROFS")
-	expectLine(t, out, "procs OK True")
+	providertest.ExposedRoot(t, providerName, 8)
 }
 
 // TestExposedHelpersDirectory: a policy exposing the directory that holds
@@ -111,7 +48,7 @@ attempt("procs", lambda: len([p for p in os.listdir("/proc") if p.isdigit()]) < 
 // need) runs: when the host is root that exposure is not idmapped, since
 // firejail runs a helper only if root owns it.
 func TestExposedHelpersDirectory(t *testing.T) {
-	requireFirejail(t)
+	providertest.Require(t, providerName)
 	bin, err := exec.LookPath("firejail")
 	if err != nil {
 		t.Skip("no firejail on PATH:", err)
@@ -127,6 +64,6 @@ func TestExposedHelpersDirectory(t *testing.T) {
 	if helpers == "" {
 		t.Skip("firejail's helpers are not where this test looks")
 	}
-	out := py(t, sandbox(t, []string{"expose-ro=" + filepath.Dir(helpers)}), `print("ran")`)
-	expectLine(t, out, "ran")
+	out := providertest.Py(t, providertest.Sandbox(t, providerName, []string{"expose-ro=" + filepath.Dir(helpers)}), `print("ran")`)
+	providertest.ExpectLine(t, out, "ran")
 }

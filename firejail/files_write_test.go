@@ -6,16 +6,14 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// TestReadWriteExposedTree: writes in an expose-rw directory land on the host;
-// a read-write directory inside a read-only one is writable, a read-only one
-// inside a read-write one is not (the deepest rule wins); writing anywhere else
-// fails and leaves the host untouched.
+// TestReadWriteExposedTree: see providertest.ReadWriteExposedTree; firejail
+// shows the names in the directory above the exposed ones (files-meta).
 func TestReadWriteExposedTree(t *testing.T) {
 	providertest.ReadWriteExposedTree(t, providerName, "OK ['ro', 'rw']")
 }
 
-// TestTmpIsNotImplicit: without a rule /tmp is blacklisted (no implicit write
-// anywhere); firejail.private-tmp gives a private, empty one.
+// TestTmpIsNotImplicit: without a rule /tmp is blacklisted (EACCES: no implicit
+// write anywhere); firejail.private-tmp gives a private, empty one.
 func TestTmpIsNotImplicit(t *testing.T) {
 	providertest.TmpIsNotImplicit(t, providerName, "EACCES", "firejail.private-tmp=")
 }

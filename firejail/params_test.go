@@ -1,15 +1,11 @@
 package firejail_test
 
 import (
-	"context"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
-	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestBadParamsRefused: firejail.<key>= lines that would change what the sandbox
@@ -17,11 +13,7 @@ import (
 // seccomp filter, or that firejail does not know, are refused with the file and
 // line of each, all together.
 func TestBadParamsRefused(t *testing.T) {
-	requireFirejail(t)
-	dir := t.TempDir()
-	file := filepath.Join(dir, ".py-sandboxes")
-	lines := []string{
-		"os-sandbox=firejail",               // 1
+	providertest.BadParamsRefused(t, providerName, []string{
 		"firejail.whitelist=/etc",           // 2
 		"firejail.noblacklist=/root",        // 3
 		"firejail.net=eth0",                 // 4
@@ -35,56 +27,33 @@ func TestBadParamsRefused(t *testing.T) {
 		"firejail.nice=-5",                  // 12
 		"firejail.private-tmp=maybe",        // 13
 		"firejail.seccomp=mount;reboot",     // 14
-	}
-	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	pol, err := policy.Load(context.Background(), file, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(pysandboxes.CapFilesMeta))
-	if err == nil {
-		t.Fatal("the sandbox was made")
-	}
-	msg := err.Error()
-	for i := 2; i <= len(lines); i++ {
-		ref := ".py-sandboxes(" + strconv.Itoa(i) + "): " + lines[i-1]
-		if !strings.Contains(msg, ref) {
-			t.Errorf("the error does not name line %d (%q):\n%s", i, ref, msg)
-		}
-	}
-	for _, why := range []string{"use expose-ro=, expose-rw= or ignore=", "the network is the policy's net= rules",
+	}, []string{"use expose-ro=, expose-rw= or ignore=", "the network is the policy's net= rules",
 		"the environment is exactly the policy's env= rules", "holds no capability", "weaken the seccomp filter",
 		"unknown firejail option --no-such-option", "is not a size", "log would let refused calls run",
-		"is not a niceness", "takes no value", "is not a system call"} {
-		if !strings.Contains(msg, why) {
-			t.Errorf("the error does not say %q:\n%s", why, msg)
-		}
-	}
+		"is not a niceness", "takes no value", "is not a system call"})
 }
 
 // TestGoodParamsApplied: allowed firejail.<key>= lines reach firejail: a
 // hostname, a resource limit, an extra system call refused by seccomp.
 func TestGoodParamsApplied(t *testing.T) {
-	sb := sandbox(t, []string{"firejail.hostname=inside", "firejail.rlimit-nofile=77", "firejail.seccomp=chown"})
-	out := py(t, sb, tryPrelude+`
+	sb := providertest.Sandbox(t, providerName, []string{"firejail.hostname=inside", "firejail.rlimit-nofile=77", "firejail.seccomp=chown"})
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import resource
 attempt("hostname", lambda: socket.gethostname())
 attempt("nofile", lambda: resource.getrlimit(resource.RLIMIT_NOFILE))
 attempt("chown", lambda: os.chown("/", 0, 0))
 `)
-	expectLine(t, out, "hostname OK inside")
-	expectLine(t, out, "nofile OK (77, 77)")
-	expectLine(t, out, "chown EPERM")
+	providertest.ExpectLine(t, out, "hostname OK inside")
+	providertest.ExpectLine(t, out, "nofile OK (77, 77)")
+	providertest.ExpectLine(t, out, "chown EPERM")
 }
 
 // TestParamRaisingALimitRefused: a firejail.rlimit-*= above the sandbox's own
 // limit (WithLimits) is refused, naming the line: firejail runs as root and
 // could raise it.
 func TestParamRaisingALimitRefused(t *testing.T) {
-	sb := sandbox(t, []string{"firejail.rlimit-nofile=4096"}, pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 64}))
-	_, err := run(t, sb, "/bin/true")
+	sb := providertest.Sandbox(t, providerName, []string{"firejail.rlimit-nofile=4096"}, pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 64}))
+	_, err := providertest.Run(t, sb, "/bin/true")
 	if err == nil || !strings.Contains(err.Error(), "<arg>: firejail.rlimit-nofile=4096: raises the sandbox's limit (64)") {
 		t.Fatalf("got %v", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestSymlinkAndHardLinkEscapes: a symbolic link planted in an exposed directory
@@ -16,8 +18,8 @@ func TestSymlinkAndHardLinkEscapes(t *testing.T) {
 	dir := t.TempDir()
 	rw := filepath.Join(dir, "rw")
 	secret := filepath.Join(dir, "outside", "secret.txt")
-	writeFile(t, secret, "TOPSECRET")
-	writeFile(t, filepath.Join(rw, "ok.txt"), "ok")
+	providertest.WriteFile(t, secret, "TOPSECRET")
+	providertest.WriteFile(t, filepath.Join(rw, "ok.txt"), "ok")
 	if err := os.Symlink(secret, filepath.Join(rw, "planted")); err != nil {
 		t.Fatal(err)
 	}
@@ -25,7 +27,7 @@ func TestSymlinkAndHardLinkEscapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandbox(t, []string{"expose-rw=" + rw})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 rw, secret = sys.argv[1], sys.argv[2]
 attempt("planted", lambda: open(rw + "/planted").read())
 attempt("planted-dir", lambda: open(rw + "/planted-dir/secret.txt").read())
@@ -37,16 +39,16 @@ attempt("through-hard", lambda: open(rw + "/hard").read())
 attempt("inside-link", lambda: os.symlink(rw + "/ok.txt", rw + "/ok-link"))
 attempt("through-inside", lambda: open(rw + "/ok-link").read())
 `, rw, secret)
-	expectLine(t, out, "planted EACCES")
-	expectLine(t, out, "planted-dir EACCES")
-	expectLine(t, out, "planted-list EACCES")
-	expectLine(t, out, "symlink OK None")
-	expectLine(t, out, "through-mine EACCES")
+	providertest.ExpectLine(t, out, "planted EACCES")
+	providertest.ExpectLine(t, out, "planted-dir EACCES")
+	providertest.ExpectLine(t, out, "planted-list EACCES")
+	providertest.ExpectLine(t, out, "symlink OK None")
+	providertest.ExpectLine(t, out, "through-mine EACCES")
 	if !strings.Contains(out, "hardlink EXDEV") && !strings.Contains(out, "hardlink EACCES") && !strings.Contains(out, "hardlink EPERM") {
 		t.Errorf("the hard link to a file outside was not refused:\n%s", out)
 	}
-	expectLine(t, out, "through-hard ENOENT")
-	expectLine(t, out, "through-inside OK ok")
+	providertest.ExpectLine(t, out, "through-hard ENOENT")
+	providertest.ExpectLine(t, out, "through-inside OK ok")
 	if strings.Contains(out, "TOPSECRET") {
 		t.Errorf("the secret leaked:\n%s", out)
 	}

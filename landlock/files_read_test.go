@@ -1,49 +1,32 @@
 package landlock_test
 
 import (
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// TestReadOutsideExposedIsDenied: nothing outside the exposed directories can be
-// read or listed (EACCES), and the exposed directory can.
+// TestReadOutsideExposedIsDenied: the exposed directory can be read, listed
+// and imported from, not written; nothing outside it can be read or listed
+// (EACCES), neither a file beside it nor the host's /etc, /root, /run, /tmp or
+// /home.
 func TestReadOutsideExposedIsDenied(t *testing.T) {
-	dir := t.TempDir()
-	exposed := filepath.Join(dir, "exposed")
-	writeFile(t, filepath.Join(exposed, "ok.txt"), "visible")
-	writeFile(t, filepath.Join(dir, "secret.txt"), "TOPSECRET")
-	sb := sandbox(t, []string{"expose-ro=" + exposed})
-	out := py(t, sb, tryPrelude+`
-attempt("inside", lambda: open(sys.argv[1]).read())
-attempt("outside", lambda: open(sys.argv[2]).read())
-attempt("hostname", lambda: open("/etc/hostname").read())
-attempt("passwd", lambda: open("/etc/passwd").read())
-attempt("listdir", lambda: len(os.listdir(sys.argv[3])))
-attempt("listexposed", lambda: os.listdir(sys.argv[4]))
-`, filepath.Join(exposed, "ok.txt"), filepath.Join(dir, "secret.txt"), dir, exposed)
-	expectLine(t, out, "inside OK visible")
-	expectLine(t, out, "outside EACCES")
-	expectLine(t, out, "hostname EACCES")
-	expectLine(t, out, "passwd EACCES")
-	expectLine(t, out, "listdir EACCES")
-	expectLine(t, out, "listexposed OK ['ok.txt']")
-	if strings.Contains(out, "TOPSECRET") {
-		t.Errorf("the secret leaked:\n%s", out)
-	}
+	providertest.ReadOnlyExposedTree(t, "landlock", []string{"EACCES", "EROFS"}, providertest.Outcomes{}.
+		With("EACCES", "outside", "outside-list", "parent-list", "shadow", "passwd", "hostname", "root", "root-bashrc",
+			"run", "run-dbus", "tmp", "home"))
 }
 
 // TestShellAndCoreutilsNeedExposure: /bin/sh runs with its implicit grants, but a
 // command it starts is only what the policy exposes.
 func TestShellAndCoreutilsNeedExposure(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "f.txt"), "hello")
+	providertest.WriteFile(t, filepath.Join(dir, "f.txt"), "hello")
 	sb := sandbox(t, []string{"expose-ro=" + dir})
-	out, err := run(t, sb, "/bin/sh", "-c", "read line < "+filepath.Join(dir, "f.txt")+"; echo got $line; /bin/cat /etc/hostname; echo rc=$?")
+	out, err := providertest.Run(t, sb, "/bin/sh", "-c", "read line < "+filepath.Join(dir, "f.txt")+"; echo got $line; /bin/cat /etc/hostname; echo rc=$?")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -52,7 +35,7 @@ func TestShellAndCoreutilsNeedExposure(t *testing.T) {
 	}
 	// With /usr exposed, cat runs, and still cannot read outside.
 	sb = sandbox(t, []string{"expose-ro=" + dir, "expose-ro=/usr"})
-	out, err = run(t, sb, "/bin/sh", "-c", "/bin/cat "+filepath.Join(dir, "f.txt")+"; echo; /bin/cat /etc/hostname; echo rc=$?")
+	out, err = providertest.Run(t, sb, "/bin/sh", "-c", "/bin/cat "+filepath.Join(dir, "f.txt")+"; echo; /bin/cat /etc/hostname; echo rc=$?")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
@@ -64,10 +47,10 @@ func TestShellAndCoreutilsNeedExposure(t *testing.T) {
 // TestImplicitGrantsAreLogged: the debug log lists what the program was granted to
 // run.
 func TestImplicitGrantsAreLogged(t *testing.T) {
-	var logs syncBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	var logs providertest.Logs
+	logger := logs.DebugLogger()
 	sb := sandbox(t, nil, pysandboxes.WithLogger(logger))
-	if out, err := run(t, sb, "/bin/true"); err != nil {
+	if out, err := providertest.Run(t, sb, "/bin/true"); err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
 	libc, _ := filepath.EvalSymlinks("/lib/x86_64-linux-gnu/libc.so.6")
@@ -82,9 +65,9 @@ func TestImplicitGrantsAreLogged(t *testing.T) {
 // readable nor writable without a rule.
 func TestNoImplicitWorkingDirectoryOrTmp(t *testing.T) {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "cwd.txt"), "CWDSECRET")
+	providertest.WriteFile(t, filepath.Join(dir, "cwd.txt"), "CWDSECRET")
 	sb := sandbox(t, nil)
-	cmd := sb.Command(t.Context(), python(t), "-I", "-c", tryPrelude+`
+	cmd := sb.Command(t.Context(), providertest.Python(t), "-I", "-c", providertest.TryPrelude+`
 attempt("readcwd", lambda: open("cwd.txt").read())
 attempt("writecwd", lambda: open("new.txt", "w").write("x"))
 attempt("writetmp", lambda: open("/tmp/pysb-landlock-test-%d" % os.getpid(), "w").write("x"))
@@ -95,9 +78,9 @@ attempt("writetmp", lambda: open("/tmp/pysb-landlock-test-%d" % os.getpid(), "w"
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out)
 	}
-	expectLine(t, out, "readcwd EACCES")
-	expectDenied(t, out, "writecwd")
-	expectDenied(t, out, "writetmp")
+	providertest.ExpectLine(t, out, "readcwd EACCES")
+	providertest.ExpectWriteDenied(t, out, "writecwd")
+	providertest.ExpectWriteDenied(t, out, "writetmp")
 	if _, err := os.Stat(filepath.Join(dir, "new.txt")); err == nil {
 		t.Error("new.txt was created in the working directory")
 	}

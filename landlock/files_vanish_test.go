@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 )
 
@@ -20,12 +21,12 @@ func TestVanishedPathFailsClosed(t *testing.T) {
 			dir := t.TempDir()
 			exposed := filepath.Join(dir, "exposed")
 			marks := filepath.Join(dir, "marks")
-			writeFile(t, filepath.Join(exposed, "f.txt"), "f")
-			writeFile(t, filepath.Join(marks, "keep"), "")
+			providertest.WriteFile(t, filepath.Join(exposed, "f.txt"), "f")
+			providertest.WriteFile(t, filepath.Join(marks, "keep"), "")
 			sb := sandbox(t, []string{"expose-ro=" + exposed, "expose-rw=" + marks})
 			mark := filepath.Join(marks, "ran")
 			// It runs while the directory is there.
-			py(t, sb, `import sys; open(sys.argv[1], "w").write("1")`, mark)
+			providertest.Py(t, sb, `import sys; open(sys.argv[1], "w").write("1")`, mark)
 			if _, err := os.Stat(mark); err != nil {
 				t.Fatal("the program did not run:", err)
 			}
@@ -38,7 +39,7 @@ func TestVanishedPathFailsClosed(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			out, err := run(t, sb, python(t), "-I", "-c", `import sys; open(sys.argv[1], "w").write("1")`, mark)
+			out, err := providertest.Run(t, sb, providertest.Python(t), "-I", "-c", `import sys; open(sys.argv[1], "w").write("1")`, mark)
 			if err == nil {
 				t.Fatalf("the start succeeded:\n%s", out)
 			}
@@ -59,7 +60,7 @@ func TestVanishedPathFailsClosed(t *testing.T) {
 // TestMissingProgram: a program that does not exist fails like with any provider.
 func TestMissingProgram(t *testing.T) {
 	sb := sandbox(t, nil)
-	_, err := run(t, sb, "/nonexistent/program")
+	_, err := providertest.Run(t, sb, "/nonexistent/program")
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("want ErrNotExist, got %v", err)
 	}

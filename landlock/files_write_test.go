@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestWriteReadOnlyIsDenied: expose-ro= refuses writing, truncating, creating,
@@ -11,10 +13,10 @@ import (
 func TestWriteReadOnlyIsDenied(t *testing.T) {
 	dir := t.TempDir()
 	ro, rw := filepath.Join(dir, "ro"), filepath.Join(dir, "rw")
-	writeFile(t, filepath.Join(ro, "f.txt"), "original")
-	writeFile(t, filepath.Join(rw, "f.txt"), "original")
+	providertest.WriteFile(t, filepath.Join(ro, "f.txt"), "original")
+	providertest.WriteFile(t, filepath.Join(rw, "f.txt"), "original")
 	sb := sandbox(t, []string{"expose-ro=" + ro, "expose-rw=" + rw})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 ro, rw = sys.argv[1], sys.argv[2]
 attempt("ro-write", lambda: open(ro + "/f.txt", "a").write("x"))
 attempt("ro-trunc", lambda: os.truncate(ro + "/f.txt", 0))
@@ -30,14 +32,14 @@ attempt("rw-remove", lambda: os.remove(rw + "/d/moved.txt"))
 attempt("rw-read", lambda: open(rw + "/f.txt").read())
 `, ro, rw)
 	for _, op := range []string{"write", "trunc", "create", "mkdir", "remove", "rename"} {
-		expectDenied(t, out, "ro-"+op)
+		providertest.ExpectWriteDenied(t, out, "ro-"+op)
 	}
-	expectLine(t, out, "rw-write OK 5")
-	expectLine(t, out, "rw-create OK 3")
-	expectLine(t, out, "rw-mkdir OK None")
-	expectLine(t, out, "rw-rename OK None")
-	expectLine(t, out, "rw-remove OK None")
-	expectLine(t, out, "rw-read OK original+more")
+	providertest.ExpectLine(t, out, "rw-write OK 5")
+	providertest.ExpectLine(t, out, "rw-create OK 3")
+	providertest.ExpectLine(t, out, "rw-mkdir OK None")
+	providertest.ExpectLine(t, out, "rw-rename OK None")
+	providertest.ExpectLine(t, out, "rw-remove OK None")
+	providertest.ExpectLine(t, out, "rw-read OK original+more")
 	if b, _ := os.ReadFile(filepath.Join(ro, "f.txt")); string(b) != "original" {
 		t.Errorf("the read-only file changed: %q", b)
 	}
@@ -49,11 +51,11 @@ attempt("rw-read", lambda: open(rw + "/f.txt").read())
 func TestReadOnlyInsideReadWrite(t *testing.T) {
 	dir := t.TempDir()
 	inner := filepath.Join(dir, "inner")
-	writeFile(t, filepath.Join(inner, "f.txt"), "original")
-	writeFile(t, filepath.Join(dir, "other", "g.txt"), "g")
-	writeFile(t, filepath.Join(dir, "top.txt"), "top")
+	providertest.WriteFile(t, filepath.Join(inner, "f.txt"), "original")
+	providertest.WriteFile(t, filepath.Join(dir, "other", "g.txt"), "g")
+	providertest.WriteFile(t, filepath.Join(dir, "top.txt"), "top")
 	sb := sandbox(t, []string{"expose-rw=" + dir, "expose-ro=" + inner})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 d = sys.argv[1]
 attempt("inner-write", lambda: open(d + "/inner/f.txt", "a").write("x"))
 attempt("inner-create", lambda: open(d + "/inner/n.txt", "w").write("x"))
@@ -61,28 +63,28 @@ attempt("inner-read", lambda: open(d + "/inner/f.txt").read())
 attempt("other-create", lambda: open(d + "/other/n.txt", "w").write("x"))
 attempt("top-write", lambda: open(d + "/top.txt", "a").write("x"))
 `, dir)
-	expectDenied(t, out, "inner-write")
-	expectDenied(t, out, "inner-create")
-	expectLine(t, out, "inner-read OK original")
-	expectLine(t, out, "other-create OK 1")
-	expectLine(t, out, "top-write OK 1")
+	providertest.ExpectWriteDenied(t, out, "inner-write")
+	providertest.ExpectWriteDenied(t, out, "inner-create")
+	providertest.ExpectLine(t, out, "inner-read OK original")
+	providertest.ExpectLine(t, out, "other-create OK 1")
+	providertest.ExpectLine(t, out, "top-write OK 1")
 }
 
 // TestDevicesAreUsable: the implicit device grants work (read and write), and
 // nothing can be created in /dev.
 func TestDevicesAreUsable(t *testing.T) {
 	sb := sandbox(t, nil)
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 attempt("null", lambda: open("/dev/null", "w").write("x"))
 attempt("zero", lambda: len(open("/dev/zero", "rb").read(4)))
 attempt("urandom", lambda: len(open("/dev/urandom", "rb").read(4)))
 attempt("create", lambda: open("/dev/pysb-new", "w").write("x"))
 attempt("tty", lambda: open("/dev/tty").read())
 `)
-	expectLine(t, out, "null OK 1")
-	expectLine(t, out, "zero OK 4")
-	expectLine(t, out, "urandom OK 4")
-	expectDenied(t, out, "create")
+	providertest.ExpectLine(t, out, "null OK 1")
+	providertest.ExpectLine(t, out, "zero OK 4")
+	providertest.ExpectLine(t, out, "urandom OK 4")
+	providertest.ExpectWriteDenied(t, out, "create")
 	if _, err := os.Stat("/dev/pysb-new"); err == nil {
 		os.Remove("/dev/pysb-new")
 		t.Error("a file was created in /dev")
@@ -96,7 +98,7 @@ func TestSharedMemoryByRule(t *testing.T) {
 	if _, err := os.Stat("/dev/shm"); err != nil {
 		t.Skip("no /dev/shm here:", err)
 	}
-	code := tryPrelude + `
+	code := providertest.TryPrelude + `
 import _multiprocessing
 name = "/dev/shm/pysb-test-%d" % os.getpid()
 def semaphore():
@@ -110,10 +112,10 @@ def file():
 attempt("semaphore", semaphore)
 attempt("file", file)
 `
-	out := py(t, sandbox(t, nil), code)
-	expectDenied(t, out, "semaphore")
-	expectDenied(t, out, "file")
-	out = py(t, sandbox(t, []string{"expose-rw=/dev/shm"}), code)
-	expectLine(t, out, "semaphore OK True")
-	expectLine(t, out, "file OK made")
+	out := providertest.Py(t, sandbox(t, nil), code)
+	providertest.ExpectWriteDenied(t, out, "semaphore")
+	providertest.ExpectWriteDenied(t, out, "file")
+	out = providertest.Py(t, sandbox(t, []string{"expose-rw=/dev/shm"}), code)
+	providertest.ExpectLine(t, out, "semaphore OK True")
+	providertest.ExpectLine(t, out, "file OK made")
 }

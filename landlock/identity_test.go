@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // identityProbe tries, on a file outside the exposed directories that the
@@ -45,12 +46,12 @@ func identityRun(t *testing.T, dir string, rules ...string) string {
 	defer func() { victim.Process.Kill(); victim.Wait() }()
 	rw := filepath.Join(dir, "rw")
 	sb := sandbox(t, append([]string{"expose-rw=" + rw}, rules...))
-	return py(t, sb, tryPrelude+identityProbe, filepath.Join(dir, "outside"), rw, strconv.Itoa(victim.Process.Pid))
+	return providertest.Py(t, sb, providertest.TryPrelude+identityProbe, filepath.Join(dir, "outside"), rw, strconv.Itoa(victim.Process.Pid))
 }
 
 func identityTree(t *testing.T) string {
 	dir := t.TempDir()
-	writeFile(t, filepath.Join(dir, "outside"), "mine")
+	providertest.WriteFile(t, filepath.Join(dir, "outside"), "mine")
 	if err := os.Mkdir(filepath.Join(dir, "rw"), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -62,23 +63,23 @@ func identityTree(t *testing.T) string {
 // file (the mounts are read-only besides), no prlimit or renice of a host
 // process; in the expose-rw directory it changes what it likes.
 func TestIdentityAsRoot(t *testing.T) {
-	requireLandlock(t)
+	providertest.Require(t, "landlock")
 	if !hostid.Root() {
 		t.Skip("the host does not run as root")
 	}
 	out := identityRun(t, identityTree(t))
-	expectLine(t, out, "uid "+strconv.Itoa(hostid.UID))
+	providertest.ExpectLine(t, out, "uid "+strconv.Itoa(hostid.UID))
 	for _, l := range []string{"out-chmod", "out-utime", "out-touch", "out-xattr"} {
-		expectOneOf(t, out, l, "EROFS", "EPERM")
+		providertest.ExpectOneOf(t, out, l, "EROFS", "EPERM")
 	}
 	for _, l := range []string{"rw-chmod", "rw-utime", "nice-self"} {
-		expectLine(t, out, l+" OK None")
+		providertest.ExpectLine(t, out, l+" OK None")
 	}
-	expectLine(t, out, "prlimit EPERM")
-	expectLine(t, out, "nice EPERM")
+	providertest.ExpectLine(t, out, "prlimit EPERM")
+	providertest.ExpectLine(t, out, "nice EPERM")
 
 	// Without namespaces the identity cannot be dropped: refused, naming the rule.
-	_, err := newLandlock(t, "landlock.namespaces=no")
+	_, err := providertest.New(t, "landlock", "landlock.namespaces=no")
 	if err == nil || !strings.Contains(err.Error(), "landlock.namespaces=no") || !strings.Contains(err.Error(), "identity") {
 		t.Errorf("landlock.namespaces=no as root: want a refusal naming the rule and identity, got %v", err)
 	}
@@ -92,7 +93,7 @@ func TestIdentityAsRoot(t *testing.T) {
 // Either way, no prlimit or renice of the caller's other processes. As root,
 // the test runs itself again as uid 65534.
 func TestIdentityUnprivileged(t *testing.T) {
-	requireLandlock(t)
+	providertest.Require(t, "landlock")
 	if dir := os.Getenv("PYSB_LANDLOCK_UNPRIVILEGED"); dir != "" {
 		fmt.Println("VIEW")
 		fmt.Print(identityRun(t, dir))
@@ -125,17 +126,17 @@ func TestIdentityUnprivileged(t *testing.T) {
 		t.Fatalf("no second run in:\n%s", out)
 	}
 	for _, l := range []string{"out-chmod", "out-utime", "out-touch", "out-xattr"} {
-		expectLine(t, view, l+" EROFS")
-		expectLine(t, seccompMode, l+" EPERM")
+		providertest.ExpectLine(t, view, l+" EROFS")
+		providertest.ExpectLine(t, seccompMode, l+" EPERM")
 	}
 	for _, l := range []string{"rw-chmod", "rw-utime"} {
-		expectLine(t, view, l+" OK None")
-		expectLine(t, seccompMode, l+" EPERM")
+		providertest.ExpectLine(t, view, l+" OK None")
+		providertest.ExpectLine(t, seccompMode, l+" EPERM")
 	}
 	for _, o := range []string{view, seccompMode} {
-		expectLine(t, o, "uid 65534")
-		expectLine(t, o, "prlimit EPERM")
-		expectLine(t, o, "nice EPERM")
-		expectLine(t, o, "nice-self OK None")
+		providertest.ExpectLine(t, o, "uid 65534")
+		providertest.ExpectLine(t, o, "prlimit EPERM")
+		providertest.ExpectLine(t, o, "nice EPERM")
+		providertest.ExpectLine(t, o, "nice-self OK None")
 	}
 }

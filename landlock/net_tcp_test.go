@@ -1,53 +1,17 @@
 package landlock_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"net"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// listen opens a TCP listener on 127.0.0.1 that accepts and closes connections.
-func listen(t *testing.T) int {
-	t.Helper()
-	var lc net.ListenConfig
-	lc.SetMultipathTCP(false)
-	l, err := lc.Listen(context.Background(), "tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
-// freePort returns a port that was free on 127.0.0.1 a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	return p
-}
-
-const netPrelude = tryPrelude + `
+const netPrelude = providertest.TryPrelude + `
 def connect(port, proto=0):
     s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, proto)
     try:
@@ -70,15 +34,15 @@ def bind(port):
 // MPTCP socket (which Landlock's TCP rules do not see) cannot even be created
 // (EPERM, seccomp), and a DENY rule for every host wins over a wider ALLOW.
 func TestTCPPortRules(t *testing.T) {
-	requireSeccomp(t)
-	allowed, denied, carved := listen(t), listen(t), listen(t)
+	providertest.RequireSeccomp(t)
+	allowed, denied, carved := providertest.ServeTCP(t, ""), providertest.ServeTCP(t, ""), providertest.ServeTCP(t, "")
 	lo, hi := min(carved, allowed)-0, max(carved, allowed)
 	sb := sandbox(t, []string{
 		fmt.Sprintf("net=ALLOW|tcp|*|%d|OUT", allowed),
 		fmt.Sprintf("net=ALLOW|tcp|*|%d-%d|OUT", lo, hi),
 		fmt.Sprintf("net=DENY|tcp|*|%d|OUT", carved),
 	})
-	out := py(t, sb, netPrelude+`
+	out := providertest.Py(t, sb, netPrelude+`
 a, d, c = map(int, sys.argv[1:4])
 attempt("allowed", lambda: connect(a))
 attempt("denied", lambda: connect(d))
@@ -87,23 +51,23 @@ attempt("mptcp-denied", lambda: connect(d, 262))
 attempt("mptcp-allowed", lambda: connect(a, 262))
 attempt("bind", lambda: bind(0))
 `, strconv.Itoa(allowed), strconv.Itoa(denied), strconv.Itoa(carved))
-	expectLine(t, out, "allowed OK connected")
+	providertest.ExpectLine(t, out, "allowed OK connected")
 	if denied < lo || denied > hi {
-		expectLine(t, out, "denied EACCES")
+		providertest.ExpectLine(t, out, "denied EACCES")
 	}
-	expectLine(t, out, "carved EACCES")
-	expectLine(t, out, "mptcp-denied EPERM")
-	expectLine(t, out, "mptcp-allowed EPERM")
-	expectLine(t, out, "bind EACCES")
+	providertest.ExpectLine(t, out, "carved EACCES")
+	providertest.ExpectLine(t, out, "mptcp-denied EPERM")
+	providertest.ExpectLine(t, out, "mptcp-allowed EPERM")
+	providertest.ExpectLine(t, out, "bind EACCES")
 }
 
 // TestNoNetRuleMeansNoTCP: without any net= rule, every TCP connect and bind is
 // refused.
 func TestNoNetRuleMeansNoTCP(t *testing.T) {
-	requireSeccomp(t)
-	port := listen(t)
+	providertest.RequireSeccomp(t)
+	port := providertest.ServeTCP(t, "")
 	sb := sandbox(t, nil)
-	out := py(t, sb, netPrelude+`
+	out := providertest.Py(t, sb, netPrelude+`
 p = int(sys.argv[1])
 attempt("connect", lambda: connect(p))
 attempt("connect6", lambda: socket.create_connection(("::1", p), timeout=5))
@@ -111,52 +75,52 @@ attempt("bind0", lambda: bind(0))
 attempt("bind", lambda: bind(p + 1))
 attempt("mptcp", lambda: connect(p, 262))
 `, strconv.Itoa(port))
-	expectLine(t, out, "connect EACCES")
+	providertest.ExpectLine(t, out, "connect EACCES")
 	if !strings.Contains(out, "connect6 EACCES") && !strings.Contains(out, "connect6 EADDRNOTAVAIL") && !strings.Contains(out, "connect6 ENETUNREACH") {
 		t.Errorf("IPv6 connect not refused:\n%s", out)
 	}
-	expectLine(t, out, "bind0 EACCES")
-	expectLine(t, out, "bind EACCES")
-	expectLine(t, out, "mptcp EPERM")
+	providertest.ExpectLine(t, out, "bind0 EACCES")
+	providertest.ExpectLine(t, out, "bind EACCES")
+	providertest.ExpectLine(t, out, "mptcp EPERM")
 }
 
 // TestBindWithInRule: an IN rule allows binding (and listening on) its port only.
 func TestBindWithInRule(t *testing.T) {
-	requireSeccomp(t)
-	port, other := freePort(t), freePort(t)
+	providertest.RequireSeccomp(t)
+	port, other := providertest.FreePort(t), providertest.FreePort(t)
 	for other == port {
-		other = freePort(t)
+		other = providertest.FreePort(t)
 	}
 	sb := sandbox(t, []string{fmt.Sprintf("net=ALLOW|tcp|*|%d|IN", port)})
-	out := py(t, sb, netPrelude+`
+	out := providertest.Py(t, sb, netPrelude+`
 p, o = int(sys.argv[1]), int(sys.argv[2])
 attempt("bind", lambda: bind(p))
 attempt("bind-other", lambda: bind(o))
 attempt("connect", lambda: connect(p))
 `, strconv.Itoa(port), strconv.Itoa(other))
-	expectLine(t, out, "bind OK bound")
-	expectLine(t, out, "bind-other EACCES")
-	expectLine(t, out, "connect EACCES")
+	providertest.ExpectLine(t, out, "bind OK bound")
+	providertest.ExpectLine(t, out, "bind-other EACCES")
+	providertest.ExpectLine(t, out, "connect EACCES")
 }
 
 // TestHostRuleNeedsNetHosts: a rule naming an address cannot be enforced by
 // Landlock: refused unless the caller accepted net-hosts, and then its port is
 // open for every host.
 func TestHostRuleNeedsNetHosts(t *testing.T) {
-	requireLandlock(t)
-	requireSeccomp(t)
-	port := listen(t)
+	providertest.Require(t, "landlock")
+	providertest.RequireSeccomp(t)
+	port := providertest.ServeTCP(t, "")
 	rule := fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|OUT", port)
-	_, err := pysandboxes.New(context.Background(), build(t, rule), pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
+	_, err := providertest.New(t, "landlock", rule)
 	var ue *pysandboxes.UnenforcedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "net-hosts") || !strings.Contains(err.Error(), rule) {
 		t.Fatalf("want an UnenforcedError naming the rule and net-hosts, got %v", err)
 	}
-	var logs syncBuffer
-	logger := slog.New(slog.NewTextHandler(&logs, nil))
+	var logs providertest.Logs
+	logger := logs.DebugLogger()
 	sb := sandbox(t, []string{rule}, pysandboxes.AcceptUnenforced(pysandboxes.CapNetHosts), pysandboxes.WithLogger(logger))
-	out := py(t, sb, netPrelude+`attempt("connect", lambda: connect(int(sys.argv[1])))`, strconv.Itoa(port))
-	expectLine(t, out, "connect OK connected")
+	out := providertest.Py(t, sb, netPrelude+`attempt("connect", lambda: connect(int(sys.argv[1])))`, strconv.Itoa(port))
+	providertest.ExpectLine(t, out, "connect OK connected")
 	if !strings.Contains(logs.String(), "level=WARN") || !strings.Contains(logs.String(), "hosts are checked by the Python layer only") {
 		t.Errorf("no warning that the host is not enforced:\n%s", logs.String())
 	}

@@ -1,7 +1,6 @@
 package landlock_test
 
 import (
-	"context"
 	"errors"
 	"net"
 	"strconv"
@@ -9,12 +8,13 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestUDPAndRawSocketsRefused: without a UDP rule no UDP socket can be made, and
 // raw and packet sockets never (EPERM from seccomp; as root they would work).
 func TestUDPAndRawSocketsRefused(t *testing.T) {
-	requireSeccomp(t)
+	providertest.RequireSeccomp(t)
 	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -22,7 +22,7 @@ func TestUDPAndRawSocketsRefused(t *testing.T) {
 	defer pc.Close()
 	port := pc.LocalAddr().(*net.UDPAddr).Port
 	sb := sandbox(t, []string{"net=ALLOW|tcp|*|443|OUT"})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 p = int(sys.argv[1])
 def udp():
     s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -34,22 +34,22 @@ attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0))
 attempt("icmp-dgram", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, socket.IPPROTO_ICMP))
 `, strconv.Itoa(port))
 	for _, l := range []string{"udp", "udp6", "raw", "packet", "icmp-dgram"} {
-		expectLine(t, out, l+" EPERM")
+		providertest.ExpectLine(t, out, l+" EPERM")
 	}
 }
 
 // TestUDPRuleNeedsCapUDP: a UDP rule cannot be filtered by port by this Landlock:
 // refused unless udp is accepted, and then UDP is allowed.
 func TestUDPRuleNeedsCapUDP(t *testing.T) {
-	requireLandlock(t)
-	requireSeccomp(t)
+	providertest.Require(t, "landlock")
+	providertest.RequireSeccomp(t)
 	rule := "net=ALLOW|udp|*|53|OUT"
-	_, err := pysandboxes.New(context.Background(), build(t, rule), pysandboxes.WithProvider("landlock"), pysandboxes.WithLogger(quietLogger()), pysandboxes.AcceptUnenforced(netCapsIfNoSeccomp()))
+	_, err := providertest.New(t, "landlock", rule)
 	var ue *pysandboxes.UnenforcedError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), rule) {
 		t.Fatalf("want an UnenforcedError naming %s, got %v", rule, err)
 	}
 	sb := sandbox(t, []string{rule}, pysandboxes.AcceptUnenforced(pysandboxes.CapUDP))
-	out := py(t, sb, tryPrelude+`attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())`)
-	expectLine(t, out, "udp OK None")
+	out := providertest.Py(t, sb, providertest.TryPrelude+`attempt("udp", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM).close())`)
+	providertest.ExpectLine(t, out, "udp OK None")
 }

@@ -7,13 +7,14 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestSignalAndPtraceOutsideRefused: a process outside the sandbox (a child of the
 // test) can be neither signalled nor traced (EPERM), while the program can signal
 // its own children.
 func TestSignalAndPtraceOutsideRefused(t *testing.T) {
-	p := requireLandlock(t)
+	p := providertest.Require(t, "landlock")
 	if !p.Capabilities().Has(pysandboxes.CapSignals) {
 		t.Skip("Landlock ABI < 6: signals are not scoped")
 	}
@@ -24,7 +25,7 @@ func TestSignalAndPtraceOutsideRefused(t *testing.T) {
 	defer func() { victim.Process.Kill(); victim.Wait() }()
 	pid := victim.Process.Pid
 	sb := sandbox(t, []string{"expose-ro=/usr"})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import ctypes, signal, subprocess
 pid = int(sys.argv[1])
 attempt("kill", lambda: os.kill(pid, signal.SIGTERM))
@@ -42,12 +43,12 @@ child = subprocess.Popen(["/usr/bin/sleep", "60"])
 attempt("own-child", lambda: os.kill(child.pid, signal.SIGTERM))
 child.wait()
 `, strconv.Itoa(pid))
-	expectLine(t, out, "kill EPERM")
-	expectLine(t, out, "kill0 EPERM")
-	expectLine(t, out, "ptrace-attach EPERM")
-	expectLine(t, out, "ptrace-seize EPERM")
-	expectLine(t, out, "environ EACCES")
-	expectLine(t, out, "own-child OK None")
+	providertest.ExpectLine(t, out, "kill EPERM")
+	providertest.ExpectLine(t, out, "kill0 EPERM")
+	providertest.ExpectLine(t, out, "ptrace-attach EPERM")
+	providertest.ExpectLine(t, out, "ptrace-seize EPERM")
+	providertest.ExpectLine(t, out, "environ EACCES")
+	providertest.ExpectLine(t, out, "own-child OK None")
 	if err := victim.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the process outside is gone: %v", err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
 
@@ -15,7 +16,7 @@ import (
 // UDP filtering only when the network filter works here), seccomp when filters
 // can be built.
 func TestCapabilities(t *testing.T) {
-	p := requireUnshare(t)
+	p := providertest.Require(t, "unshare")
 	caps := p.Capabilities()
 	want := pysandboxes.CapEnv | pysandboxes.CapFilesRead | pysandboxes.CapFilesWrite | pysandboxes.CapHide |
 		pysandboxes.CapUnixSockets | pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
@@ -47,16 +48,16 @@ func TestCapabilities(t *testing.T) {
 // filter: filtering by host); with the capability accepted, an ALLOW rule still
 // needs the filter, so Compile refuses it.
 func TestNamedRefusesUnenforceable(t *testing.T) {
-	p := requireUnshare(t)
+	p := providertest.Require(t, "unshare")
 	if p.Capabilities().Has(pysandboxes.CapNetHosts) {
 		t.Skip("the network filter works here: unshare enforces every net= rule it accepts")
 	}
-	pol := build(t, "net=ALLOW|tcp|192.0.2.1|443|OUT")
-	_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+	pol := providertest.Build(t, "net=ALLOW|tcp|192.0.2.1|443|OUT")
+	_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
 	if err == nil || !strings.Contains(err.Error(), "net=ALLOW|tcp|192.0.2.1|443|OUT") {
 		t.Fatalf("want a refusal naming the rule, got %v", err)
 	}
-	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()),
+	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()),
 		pysandboxes.AcceptUnenforced(pysandboxes.CapNetHosts))
 	if err == nil || !strings.Contains(err.Error(), "network filter") {
 		t.Fatalf("want a refusal naming the network filter, got %v", err)
@@ -66,9 +67,9 @@ func TestNamedRefusesUnenforceable(t *testing.T) {
 // TestUnknownParameter: an unshare.* key the provider does not know is an error
 // naming it.
 func TestUnknownParameter(t *testing.T) {
-	requireUnshare(t)
+	providertest.Require(t, "unshare")
 	for _, rule := range []string{"unshare.nope=1", "unshare.host-tmp=maybe", "unshare.tmp-size=lots"} {
-		_, err := pysandboxes.New(context.Background(), build(t, rule), pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+		_, err := pysandboxes.New(context.Background(), providertest.Build(t, rule), pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
 		if err == nil || !strings.Contains(err.Error(), rule) {
 			t.Errorf("%s: want a refusal naming it, got %v", rule, err)
 		}

@@ -3,6 +3,7 @@ package unshare_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 
@@ -28,7 +29,7 @@ func Example() {
 		fmt.Println(err)
 		return
 	}
-	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		fmt.Println(err)
 		return

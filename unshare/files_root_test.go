@@ -3,6 +3,8 @@ package unshare_test
 import (
 	"os"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestExposeWholeRoot: expose-ro=/ shows the host's files read-only, but not its
@@ -13,7 +15,7 @@ func TestExposeWholeRoot(t *testing.T) {
 		t.Skip("no /etc/os-release to read")
 	}
 	sb := sandbox(t, []string{"expose-ro=/"})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 attempt("os-release", lambda: len(open("/etc/os-release").read()) > 0)
 attempt("run", lambda: os.listdir("/run"))
 attempt("run-write", lambda: open("/run/x", "w"))
@@ -22,10 +24,10 @@ attempt("dev", lambda: "vda" in os.listdir("/dev") or "sda" in os.listdir("/dev"
 attempt("proc", lambda: max(int(p) for p in os.listdir("/proc") if p.isdigit()) < 100)
 attempt("pid", lambda: os.getpid() < 100)
 `)
-	expectLine(t, out, "os-release OK True")
-	expectLine(t, out, "run OK []")
-	expectLine(t, out, "run-write EROFS")
-	expectLine(t, out, "etc-write EROFS")
-	expectLine(t, out, "dev OK False")
-	expectLine(t, out, "pid OK True")
+	providertest.ExpectLine(t, out, "os-release OK True")
+	providertest.ExpectLine(t, out, "run OK []")
+	providertest.ExpectLine(t, out, "run-write EROFS")
+	providertest.ExpectLine(t, out, "etc-write EROFS")
+	providertest.ExpectLine(t, out, "dev OK False")
+	providertest.ExpectLine(t, out, "pid OK True")
 }

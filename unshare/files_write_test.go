@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestWriteReadWriteExposed: an expose-rw directory is writable (files made there
@@ -11,13 +13,13 @@ import (
 // program that is root in its user namespace; the root of the sandbox and the
 // directories it makes on the way are read-only too.
 func TestWriteReadWriteExposed(t *testing.T) {
-	dir := tempDir(t)
+	dir := providertest.TempDir(t)
 	rw := filepath.Join(dir, "rw")
 	ro := filepath.Join(dir, "ro")
-	writeFile(t, filepath.Join(rw, "keep"), "")
-	writeFile(t, filepath.Join(ro, "file.txt"), "original")
+	providertest.WriteFile(t, filepath.Join(rw, "keep"), "")
+	providertest.WriteFile(t, filepath.Join(ro, "file.txt"), "original")
 	sb := sandbox(t, []string{"expose-rw=" + rw, "expose-ro=" + ro})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 rw, ro = sys.argv[1:3]
 def write(p, mode="w"):
     with open(p, mode) as f:
@@ -34,14 +36,14 @@ attempt("usr-create", lambda: write("/usr/new.txt"))
 attempt("tmp", lambda: write("/tmp/x"))
 attempt("uid", lambda: os.getuid())
 `, rw, ro)
-	expectLine(t, out, "rw-create OK 1")
-	expectLine(t, out, "rw-mkdir OK None")
+	providertest.ExpectLine(t, out, "rw-create OK 1")
+	providertest.ExpectLine(t, out, "rw-mkdir OK None")
 	for _, l := range []string{"ro-create", "ro-append", "ro-remove", "ro-chmod", "root-create", "parent-create", "usr-create"} {
-		expectLine(t, out, l+" EROFS")
+		providertest.ExpectLine(t, out, l+" EROFS")
 	}
 	// /tmp is only a directory on the way to the exposed ones: read-only.
-	expectLine(t, out, "tmp EROFS")
-	expectLine(t, out, "uid OK 0")
+	providertest.ExpectLine(t, out, "tmp EROFS")
+	providertest.ExpectLine(t, out, "uid OK 0")
 	if b, _ := os.ReadFile(filepath.Join(rw, "new.txt")); string(b) != "x" {
 		t.Errorf("the write did not reach the host: %q", b)
 	}
@@ -60,24 +62,24 @@ func TestPrivateTmp(t *testing.T) {
 	hostFile.Close()
 	defer os.Remove(hostFile.Name())
 	os.Chmod(hostFile.Name(), 0o644)
-	code := tryPrelude + `
+	code := providertest.TryPrelude + `
 import tempfile
 attempt("tempfile", lambda: tempfile.NamedTemporaryFile().name.startswith("/tmp/"))
 attempt("host-file", lambda: os.path.exists(sys.argv[1]))
 attempt("write", lambda: open("/tmp/made-by-sandbox", "w").write("x"))
 `
 	sb := sandbox(t, []string{"expose-rw=/tmp"})
-	out := py(t, sb, code, hostFile.Name())
-	expectLine(t, out, "tempfile OK True")
-	expectLine(t, out, "host-file OK False")
-	expectLine(t, out, "write OK 1")
+	out := providertest.Py(t, sb, code, hostFile.Name())
+	providertest.ExpectLine(t, out, "tempfile OK True")
+	providertest.ExpectLine(t, out, "host-file OK False")
+	providertest.ExpectLine(t, out, "write OK 1")
 	if _, err := os.Stat("/tmp/made-by-sandbox"); err == nil {
 		os.Remove("/tmp/made-by-sandbox")
 		t.Error("the private /tmp wrote to the host's")
 	}
 
 	sb = sandbox(t, []string{"expose-ro=/tmp", "unshare.host-tmp=yes"})
-	out = py(t, sb, code, hostFile.Name())
-	expectLine(t, out, "host-file OK True")
-	expectLine(t, out, "write EROFS")
+	out = providertest.Py(t, sb, code, hostFile.Name())
+	providertest.ExpectLine(t, out, "host-file OK True")
+	providertest.ExpectLine(t, out, "write EROFS")
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 var (
@@ -44,8 +45,8 @@ func helperBinary(t testing.TB) string {
 // helper binary rather than the host binary.
 func TestWithHelper(t *testing.T) {
 	helper := helperBinary(t)
-	dir := tempDir(t)
-	writeFile(t, filepath.Join(dir, "a.txt"), "alpha")
+	dir := providertest.TempDir(t)
+	providertest.WriteFile(t, filepath.Join(dir, "a.txt"), "alpha")
 	sb := sandbox(t, []string{"expose-ro=" + dir}, pysandboxes.WithHelper(helper))
 	out, err := sb.Command(context.Background(), "/bin/sh", "-c", `read -r l < "$1/a.txt"; echo "$l"; [ -e /etc/passwd ] || echo absent`, "sh", dir).CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "alpha\nabsent" {
@@ -56,11 +57,5 @@ func TestWithHelper(t *testing.T) {
 // BenchmarkUnshareTrueHelper is BenchmarkUnshareTrue with the small helper binary
 // as the supervisor.
 func BenchmarkUnshareTrueHelper(b *testing.B) {
-	sb := sandbox(b, nil, pysandboxes.WithHelper(helperBinary(b)))
-	ctx := context.Background()
-	for b.Loop() {
-		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchTrueIn(b, sandbox(b, nil, pysandboxes.WithHelper(helperBinary(b))))
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -43,7 +44,7 @@ func playHost() int {
 		println("host:", err.Error())
 		return 1
 	}
-	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
 	if err != nil {
 		println("host:", err.Error())
 		return 1
@@ -57,7 +58,7 @@ func playHost() int {
 	bufio.NewReader(out).ReadString('\n')
 	var pids []string
 	for range 100 {
-		if ps := inPidNamespaceOf(cmd.Pid()); len(ps) >= 4 {
+		if ps := providertest.InPidNamespaceOf(cmd.Pid()); len(ps) >= 4 {
 			for _, p := range ps {
 				pids = append(pids, strconv.Itoa(p))
 			}
@@ -78,7 +79,7 @@ func policyFromEnv() (*policy.Policy, error) {
 // sleeper in a session of its own) dies with the host, SIGKILLed without a chance
 // to clean up.
 func TestHostDeath(t *testing.T) {
-	requireUnshare(t)
+	providertest.Require(t, "unshare")
 	host := exec.Command("/proc/self/exe", "-test.run=^$")
 	host.Env = append(os.Environ(), "PYSB_UNSHARE_HOST=1")
 	host.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

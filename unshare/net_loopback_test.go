@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
 
@@ -43,7 +43,7 @@ func TestNetworkLoopbackOnly(t *testing.T) {
 	defer abstract.Close()
 	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 
-	cmd := sb.Command(context.Background(), python(t), "-I", "-c", tryPrelude+`
+	cmd := sb.Command(context.Background(), providertest.Python(t), "-I", "-c", providertest.TryPrelude+`
 port, name = int(sys.argv[1]), sys.argv[2]
 print("ifaces", sorted(n for _, n in socket.if_nameindex()))
 def connect(host, port, family=socket.AF_INET):
@@ -113,43 +113,24 @@ sys.stdin.readline()
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	o := out.String()
-	expectLine(t, o, "ifaces ['lo']")
-	expectLine(t, o, "host-listener ECONNREFUSED")
-	expectLine(t, o, "elsewhere ENETUNREACH")
-	expectLine(t, o, "abstract ECONNREFUSED")
+	providertest.ExpectLine(t, o, "ifaces ['lo']")
+	providertest.ExpectLine(t, o, "host-listener ECONNREFUSED")
+	providertest.ExpectLine(t, o, "elsewhere ENETUNREACH")
+	providertest.ExpectLine(t, o, "abstract ECONNREFUSED")
 	if landlockTCPBind() {
-		expectLine(t, o, "bind EACCES")
+		providertest.ExpectLine(t, o, "bind EACCES")
 	} else {
-		expectLine(t, o, "own-loopback OK True")
+		providertest.ExpectLine(t, o, "own-loopback OK True")
 	}
 	if seccomp.Available() == nil {
-		expectLine(t, o, "udp EPERM")
+		providertest.ExpectLine(t, o, "udp EPERM")
 	}
-	expectLine(t, o, "raw EPERM")
-	expectLine(t, o, "packet EPERM")
+	providertest.ExpectLine(t, o, "raw EPERM")
+	providertest.ExpectLine(t, o, "packet EPERM")
 	if strings.Contains(o, "SECRET") {
 		t.Errorf("the host's listener answered:\n%s", o)
 	}
 }
 
-// TestNetworkRulesRefused: a net= ALLOW rule the network filter cannot serve (an
-// IPv6-only destination, a loopback address other than 127.0.0.1) is refused by
-// New, naming it; without the network filter every ALLOW rule is. A DENY rule
-// alone needs nothing more than the private network.
-func TestNetworkRulesRefused(t *testing.T) {
-	p := requireUnshare(t)
-	rules := []string{"net=ALLOW|tcp|::2|80|OUT", "net=ALLOW|tcp|127.0.0.53|53|OUT"}
-	if !p.Capabilities().Has(pysandboxes.CapNetHosts) {
-		rules = append(rules, "net=ALLOW|tcp|127.0.0.1|80|OUT")
-	}
-	for _, rule := range rules {
-		_, err := pysandboxes.New(context.Background(), build(t, rule),
-			pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
-		if err == nil || !strings.Contains(err.Error(), strings.TrimPrefix(rule, "net=")) {
-			t.Errorf("%s: want a refusal naming the rule, got %v", rule, err)
-		}
-	}
-	sb := sandbox(t, []string{"net=DENY|tcp|*|*|*"})
-	out := sh(t, sb, "echo ok")
-	expectLine(t, out, "ok")
-}
+// TestNetworkRulesRefused: see providertest.NetRuleRefused.
+func TestNetworkRulesRefused(t *testing.T) { providertest.NetRuleRefused(t, "unshare") }

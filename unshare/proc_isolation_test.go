@@ -1,16 +1,13 @@
 package unshare_test
 
 import (
-	"context"
-	"io"
 	"os"
 	"os/exec"
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
 
-	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
 
@@ -25,7 +22,7 @@ func TestProcessIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { victim.Process.Kill(); victim.Wait() }()
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import ctypes, signal
 host, victim = int(sys.argv[1]), int(sys.argv[2])
 pids = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
@@ -43,18 +40,18 @@ libc = ctypes.CDLL(None, use_errno=True)
 r = libc.ptrace(16, 1, 0, 0)  # PTRACE_ATTACH
 print("ptrace", r, errno.errorcode.get(ctypes.get_errno()))
 `, strconv.Itoa(os.Getpid()), strconv.Itoa(victim.Process.Pid))
-	expectLine(t, out, "has1 True")
-	expectLine(t, out, "cmdline1 OK True")
+	providertest.ExpectLine(t, out, "has1 True")
+	providertest.ExpectLine(t, out, "cmdline1 OK True")
 	for _, l := range []string{"environ1", "mem1", "root1", "exe1"} {
-		expectLine(t, out, l+" EACCES")
+		providertest.ExpectLine(t, out, l+" EACCES")
 	}
-	expectLine(t, out, "host ENOENT")
+	providertest.ExpectLine(t, out, "host ENOENT")
 	// The host's pid names no process of the sandbox's pid namespace.
-	expectLine(t, out, "kill-victim ESRCH")
+	providertest.ExpectLine(t, out, "kill-victim ESRCH")
 	// A SIGKILL to pid 1 from inside its namespace is dropped by the kernel: the
 	// program carries on.
-	expectLine(t, out, "kill-1 OK None")
-	expectLine(t, out, "ptrace -1 EPERM")
+	providertest.ExpectLine(t, out, "kill-1 OK None")
+	providertest.ExpectLine(t, out, "ptrace -1 EPERM")
 	if victim.ProcessState != nil || syscall.Kill(victim.Process.Pid, 0) != nil {
 		t.Error("the host process died")
 	}
@@ -65,8 +62,8 @@ print("ptrace", r, errno.errorcode.get(ctypes.get_errno()))
 func TestHostnameDoesNotLeak(t *testing.T) {
 	before, _ := os.Hostname()
 	sb := sandbox(t, nil)
-	out := py(t, sb, tryPrelude+`attempt("sethostname", lambda: socket.sethostname("pwned"))`)
-	expectLine(t, out, "sethostname EPERM")
+	out := providertest.Py(t, sb, providertest.TryPrelude+`attempt("sethostname", lambda: socket.sethostname("pwned"))`)
+	providertest.ExpectLine(t, out, "sethostname EPERM")
 	if after, _ := os.Hostname(); after != before {
 		t.Errorf("the hostname changed: %q -> %q", before, after)
 	}
@@ -76,7 +73,7 @@ func TestHostnameDoesNotLeak(t *testing.T) {
 // namespace are refused (by seccomp; without it, by the kernel).
 func TestMountAndUnshareRefused(t *testing.T) {
 	sb := sandbox(t, nil)
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import ctypes
 libc = ctypes.CDLL(None, use_errno=True)
 def call(label, r):
@@ -88,83 +85,19 @@ call("unshare-mnt", libc.unshare(0x00020000))
 call("setns", libc.setns(0, 0))
 attempt("max-userns", lambda: open("/proc/sys/user/max_user_namespaces").read().strip())
 `)
-	expectLine(t, out, "max-userns OK 0")
+	providertest.ExpectLine(t, out, "max-userns OK 0")
 	if seccomp.Available() == nil {
 		for _, l := range []string{"mount -1 EPERM", "umount -1 EPERM", "unshare-user -1 EPERM", "unshare-mnt -1 EPERM", "setns -1 EPERM"} {
-			expectLine(t, out, l)
+			providertest.ExpectLine(t, out, l)
 		}
 		return
 	}
 	// Without seccomp the kernel refuses them: no capability, and no user
 	// namespace below the sandbox's.
 	for _, l := range []string{"mount -1 ENOENT", "umount -1 EPERM", "unshare-user -1 ENOSPC", "unshare-mnt -1 EPERM", "setns -1 EINVAL"} {
-		expectLine(t, out, l)
+		providertest.ExpectLine(t, out, l)
 	}
 }
 
-// TestTreeKilledOnCancel: when the context ends, the whole tree dies (a process in
-// a session of its own, orphaned, included), and Wait returns promptly.
-func TestTreeKilledOnCancel(t *testing.T) {
-	sb := sandbox(t, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	cmd := sb.Command(ctx, python(t), "-I", "-c", `
-import os, sys
-r, w = os.pipe()
-if os.fork() == 0:
-    os.setsid()
-    if os.fork() == 0:
-        os.write(w, b"x")
-        while True: pass
-    os._exit(0)
-os.read(r, 1)
-print("ready", flush=True)
-while True: pass
-`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(out, buf); err != nil {
-		t.Fatal(err)
-	}
-	pids := inPidNamespaceOf(cmd.Pid())
-	if len(pids) < 3 { // the supervisor, the program, the orphan
-		t.Errorf("processes of the sandbox: %v", pids)
-	}
-	cancel()
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err == nil {
-			t.Error("Wait returned nil after cancel")
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("Wait did not return after cancel")
-	}
-	proctest.WaitGone(t, 5*time.Second, pids...)
-}
-
-// inPidNamespaceOf lists the host's processes in the pid namespace of pid.
-func inPidNamespaceOf(pid int) []int {
-	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
-	if err != nil {
-		return nil
-	}
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		n, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if l, _ := os.Readlink("/proc/" + e.Name() + "/ns/pid"); l == ns && proctest.Alive(n) {
-			out = append(out, n)
-		}
-	}
-	return out
-}
+// TestTreeKilledOnCancel: see providertest.TreeKilledOnCancel.
+func TestTreeKilledOnCancel(t *testing.T) { providertest.TreeKilledOnCancel(t, "unshare") }

@@ -6,12 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 )
 
@@ -19,9 +21,9 @@ import (
 // no_new_privs and (with cgo) the seccomp filter, sees exactly the policy's
 // environment, and its working directory is the caller's when exposed.
 func TestProgramConfinement(t *testing.T) {
-	dir := tempDir(t)
+	dir := providertest.TempDir(t)
 	sb := sandbox(t, []string{"expose-ro=" + dir, "env=GREETING=hello"})
-	cmd := sb.Command(context.Background(), python(t), "-I", "-c", `
+	cmd := sb.Command(context.Background(), providertest.Python(t), "-I", "-c", `
 import os
 for l in open("/proc/self/status"):
     if l.split(":")[0] in ("CapEff", "CapPrm", "CapBnd", "CapAmb", "NoNewPrivs", "Seccomp"):
@@ -37,10 +39,10 @@ print("cwd", os.getcwd())
 	o := string(out)
 	for _, want := range []string{"CapEff 0000000000000000", "CapPrm 0000000000000000", "CapBnd 0000000000000000",
 		"CapAmb 0000000000000000", "NoNewPrivs 1", "env ['GREETING']", "cwd " + dir} {
-		expectLine(t, o, want)
+		providertest.ExpectLine(t, o, want)
 	}
 	if seccomp.Available() == nil {
-		expectLine(t, o, "Seccomp 2")
+		providertest.ExpectLine(t, o, "Seccomp 2")
 	}
 }
 
@@ -49,7 +51,7 @@ print("cwd", os.getcwd())
 func TestWorkingDirectoryNotExposed(t *testing.T) {
 	sb := sandbox(t, nil)
 	cmd := sb.Command(context.Background(), "/bin/sh", "-c", "pwd")
-	cmd.Dir = tempDir(t)
+	cmd.Dir = providertest.TempDir(t)
 	out, err := cmd.CombinedOutput()
 	if err != nil || strings.TrimSpace(string(out)) != "/" {
 		t.Fatalf("pwd: %q, %v", out, err)
@@ -60,7 +62,7 @@ func TestWorkingDirectoryNotExposed(t *testing.T) {
 // links of merged /usr), a program named through a symbolic link runs, and a
 // missing program is ENOENT, not a sandbox failure.
 func TestScriptAndLinks(t *testing.T) {
-	dir := tempDir(t)
+	dir := providertest.TempDir(t)
 	script := filepath.Join(dir, "hello.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\necho \"hello $1\"\n"), 0o755); err != nil {
 		t.Fatal(err)
@@ -70,15 +72,15 @@ func TestScriptAndLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	sb := sandbox(t, []string{"expose-ro=" + dir})
-	out, err := run(t, sb, script, "world")
+	out, err := providertest.Run(t, sb, script, "world")
 	if err != nil || strings.TrimSpace(out) != "hello world" {
 		t.Errorf("script: %q, %v", out, err)
 	}
-	out, err = run(t, sb, pyscript)
+	out, err = providertest.Run(t, sb, pyscript)
 	if err != nil || strings.TrimSpace(out) != "py 3" {
 		t.Errorf("python script: %q, %v", out, err)
 	}
-	_, err = run(t, sb, filepath.Join(dir, "missing"))
+	_, err = providertest.Run(t, sb, filepath.Join(dir, "missing"))
 	if !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing program: %v", err)
 	}
@@ -89,7 +91,7 @@ func TestScriptAndLinks(t *testing.T) {
 // program's descriptors.
 func TestDevices(t *testing.T) {
 	sb := sandbox(t, nil)
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 attempt("null", lambda: open("/dev/null", "w").write("x"))
 attempt("zero", lambda: open("/dev/zero", "rb").read(4))
 attempt("urandom", lambda: len(open("/dev/urandom", "rb").read(16)))
@@ -102,22 +104,22 @@ import multiprocessing
 lock = multiprocessing.Lock()
 print("semaphore", lock.acquire())
 `)
-	expectLine(t, out, "null OK 1")
-	expectLine(t, out, "zero OK b'\\x00\\x00\\x00\\x00'")
-	expectLine(t, out, "urandom OK 16")
-	expectLine(t, out, "dev OK ['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']")
-	expectLine(t, out, "shm OK 1")
-	expectLine(t, out, "fd OK True")
-	expectLine(t, out, "mknod EPERM")
-	expectLine(t, out, "sda ENOENT")
-	expectLine(t, out, "semaphore True")
+	providertest.ExpectLine(t, out, "null OK 1")
+	providertest.ExpectLine(t, out, "zero OK b'\\x00\\x00\\x00\\x00'")
+	providertest.ExpectLine(t, out, "urandom OK 16")
+	providertest.ExpectLine(t, out, "dev OK ['fd', 'full', 'null', 'random', 'shm', 'stderr', 'stdin', 'stdout', 'tty', 'urandom', 'zero']")
+	providertest.ExpectLine(t, out, "shm OK 1")
+	providertest.ExpectLine(t, out, "fd OK True")
+	providertest.ExpectLine(t, out, "mknod EPERM")
+	providertest.ExpectLine(t, out, "sda ENOENT")
+	providertest.ExpectLine(t, out, "semaphore True")
 }
 
 // TestSignalsAndLimits: Cmd.Signal reaches the program (its pid is the host's
 // view), the exit status passes through, and the resource limits apply.
 func TestSignalsAndLimits(t *testing.T) {
 	sb := sandbox(t, nil, pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 17, FileSize: 1 << 20}))
-	out := sh(t, sb, "ulimit -n; ulimit -f")
+	out := providertest.Sh(t, sb, "ulimit -n; ulimit -f")
 	if f := strings.Fields(out); len(f) != 2 || f[0] != "17" || f[1] != "2048" {
 		t.Errorf("limits: %q", out)
 	}
@@ -129,7 +131,7 @@ func TestSignalsAndLimits(t *testing.T) {
 	var b []byte
 	var err error
 	for i := 0; i < 100; i++ {
-		if b, err = os.ReadFile("/proc/" + itoa(cmd.Pid()) + "/cmdline"); err != nil || len(b) > 0 {
+		if b, err = os.ReadFile("/proc/" + strconv.Itoa(cmd.Pid()) + "/cmdline"); err != nil || len(b) > 0 {
 			break
 		}
 		time.Sleep(5 * time.Millisecond)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // TestPythonLayerAndCall: both layers run together under unshare: Sandbox.Python
@@ -16,10 +17,10 @@ import (
 // Python layer's refusals, and Sandbox.Call runs a function in a worker confined
 // by the provider.
 func TestPythonLayerAndCall(t *testing.T) {
-	requireUnshare(t)
-	t.Setenv("XDG_CACHE_HOME", tempDir(t))
-	dir := tempDir(t)
-	writeFile(t, dir+"/mod.py", "def add(a, b):\n    return a + b\n")
+	providertest.Require(t, "unshare")
+	t.Setenv("XDG_CACHE_HOME", providertest.TempDir(t))
+	dir := providertest.TempDir(t)
+	providertest.WriteFile(t, dir+"/mod.py", "def add(a, b):\n    return a + b\n")
 	sb := sandbox(t, []string{"expose-ro=" + dir, "python-import=mod,os,sys"}, pysandboxes.WithPython("/usr/bin/python3"),
 		pysandboxes.WithCall(pysandboxes.CallConfig{Dir: dir}), pysandboxes.WithCall(pysandboxes.CallConfig{Stdout: &bytes.Buffer{}, Stderr: &bytes.Buffer{}}))
 	defer sb.Close()

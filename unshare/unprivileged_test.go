@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
 // nobody is the unprivileged user the tests run the provider as.
@@ -27,9 +28,9 @@ func TestUnprivileged(t *testing.T) {
 	if os.Getenv("PYSB_UNSHARE_UNPRIVILEGED") != "" {
 		t.Skip("the unprivileged half runs from TestUnprivileged")
 	}
-	dir := tempDir(t)
-	writeFile(t, filepath.Join(dir, "pub.txt"), "public")
-	writeFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
+	dir := providertest.TempDir(t)
+	providertest.WriteFile(t, filepath.Join(dir, "pub.txt"), "public")
+	providertest.WriteFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
 	os.Chmod(filepath.Join(dir, "root-only.txt"), 0o600)
 	rw := filepath.Join(dir, "rw")
 	if err := os.Mkdir(rw, 0o755); err != nil {
@@ -40,7 +41,7 @@ func TestUnprivileged(t *testing.T) {
 		os.Chown(rw, nobody, nobody)
 		uid = nobody
 	}
-	port := listener(t, "127.0.0.1:0", "hello")
+	port := providertest.ServeTCP(t, "hello")
 	t.Setenv("PYSB_UNSHARE_PORT", strconv.Itoa(port))
 	var out string
 	if os.Geteuid() == 0 {
@@ -58,18 +59,18 @@ func TestUnprivileged(t *testing.T) {
 	} else {
 		out = unprivilegedChecks(t, dir)
 	}
-	expectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", uid))
-	expectLine(t, out, "capabilities true")
-	expectLine(t, out, "pub OK public")
-	expectLine(t, out, "root-only EACCES")
-	expectLine(t, out, "etc ENOENT")
-	expectLine(t, out, "write OK 1")
-	expectLine(t, out, "mount -1 EPERM")
-	expectLine(t, out, "CapEff 0000000000000000")
+	providertest.ExpectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", uid))
+	providertest.ExpectLine(t, out, "capabilities true")
+	providertest.ExpectLine(t, out, "pub OK public")
+	providertest.ExpectLine(t, out, "root-only EACCES")
+	providertest.ExpectLine(t, out, "etc ENOENT")
+	providertest.ExpectLine(t, out, "write OK 1")
+	providertest.ExpectLine(t, out, "mount -1 EPERM")
+	providertest.ExpectLine(t, out, "CapEff 0000000000000000")
 	if strings.Contains(out, "filter true") {
-		expectLine(t, out, "net-allowed OK hello")
+		providertest.ExpectLine(t, out, "net-allowed OK hello")
 	} else {
-		expectLine(t, out, "filter-refused true")
+		providertest.ExpectLine(t, out, "filter-refused true")
 		t.Logf("the network filter does not work for the unprivileged user here (refused at New, as it must be):\n%s", out)
 	}
 	if strings.Contains(out, "SECRET") {
@@ -94,10 +95,10 @@ func TestUnprivilegedHalf(t *testing.T) {
 // unprivilegedChecks runs the checks of TestUnprivileged and returns what they
 // printed.
 func unprivilegedChecks(t *testing.T, dir string) string {
-	p := requireUnshare(t)
+	p := providertest.Require(t, "unshare")
 	caps := p.Capabilities()
 	sb := sandbox(t, []string{"expose-ro=" + dir, "expose-rw=" + filepath.Join(dir, "rw")})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import ctypes
 d = sys.argv[1]
 print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
@@ -120,14 +121,14 @@ for l in open("/proc/self/status"):
 		// Where the filter cannot run for this user (a /dev/net/tun closed to
 		// it, on some machines), a policy that lets traffic out is refused at
 		// New, naming what is missing: never a failure at the start.
-		_, err := pysandboxes.New(context.Background(), build(t, "net=ALLOW|tcp|127.0.0.1|80|OUT"),
-			pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(quietLogger()))
+		_, err := pysandboxes.New(context.Background(), providertest.Build(t, "net=ALLOW|tcp|127.0.0.1|80|OUT"),
+			pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
 		out += fmt.Sprintf("filter-refused %v\n", err != nil && strings.Contains(err.Error(), "net="))
 		return out
 	}
 	port := os.Getenv("PYSB_UNSHARE_PORT")
 	sb = sandbox(t, []string{"net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
-	return out + py(t, sb, tryPrelude+`
+	return out + providertest.Py(t, sb, providertest.TryPrelude+`
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])), 5)
 print("net-allowed OK", s.recv(10).decode())
 `, port)
@@ -142,28 +143,28 @@ func TestMapRootToNobody(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("only root can map the sandbox's root to another user")
 	}
-	dir := tempDir(t)
-	writeFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
+	dir := providertest.TempDir(t)
+	providertest.WriteFile(t, filepath.Join(dir, "root-only.txt"), "SECRET")
 	os.Chmod(filepath.Join(dir, "root-only.txt"), 0o600)
-	writeFile(t, filepath.Join(dir, "other.txt"), "OTHER")
+	providertest.WriteFile(t, filepath.Join(dir, "other.txt"), "OTHER")
 	os.Chmod(filepath.Join(dir, "other.txt"), 0o600)
 	os.Chown(filepath.Join(dir, "other.txt"), 1000, 1000)
 	sb := sandbox(t, []string{"expose-ro=" + dir, fmt.Sprintf("unshare.uid=%d", nobody)})
-	out := py(t, sb, tryPrelude+`
+	out := providertest.Py(t, sb, providertest.TryPrelude+`
 print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
 print("gid_map", " ".join(open("/proc/self/gid_map").read().split()))
 print("groups", os.getgroups())
 attempt("root-only", lambda: open(sys.argv[1]).read())
 attempt("other", lambda: open(sys.argv[2]).read())
 `, filepath.Join(dir, "root-only.txt"), filepath.Join(dir, "other.txt"))
-	expectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", nobody))
-	expectLine(t, out, fmt.Sprintf("gid_map 0 %d 1", nobody))
-	expectLine(t, out, "groups []") // the host's supplementary groups are shed
-	expectLine(t, out, "root-only OK SECRET")
-	expectLine(t, out, "other EACCES")
+	providertest.ExpectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", nobody))
+	providertest.ExpectLine(t, out, fmt.Sprintf("gid_map 0 %d 1", nobody))
+	providertest.ExpectLine(t, out, "groups []") // the host's supplementary groups are shed
+	providertest.ExpectLine(t, out, "root-only OK SECRET")
+	providertest.ExpectLine(t, out, "other EACCES")
 
 	// A bad id is refused, naming the rule.
-	_, err := pysandboxes.New(context.Background(), build(t, "unshare.uid=x"), pysandboxes.WithProvider("unshare"))
+	_, err := pysandboxes.New(context.Background(), providertest.Build(t, "unshare.uid=x"), pysandboxes.WithProvider("unshare"))
 	if err == nil || !strings.Contains(err.Error(), "unshare.uid=x") {
 		t.Errorf("want a refusal naming unshare.uid=x, got %v", err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/proctest"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // The scenarios below are the tests that the launcher-based namespace providers
@@ -209,22 +210,7 @@ attempt("tcp", lambda: tcp(a, 8001))
 // HostListener listens on a port of the host's 127.0.0.1, answering "host" to
 // every connection, until the test ends; it returns the port.
 func HostListener(t *testing.T) string {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.Write([]byte("host\n"))
-			c.Close()
-		}
-	}()
-	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	return strconv.Itoa(Serve(t, "tcp4", "127.0.0.1:0", "host\n").Addr().(*net.TCPAddr).Port)
 }
 
 // NetHostLoopbackAndNames: an OUT rule for the host's 127.0.0.1 reaches a
@@ -289,8 +275,10 @@ func NetNoLeaks(t *testing.T, name string, n *Net) {
 }
 
 // BenchTrue runs /bin/true confined by the provider name.
-func BenchTrue(b *testing.B, name string) {
-	sb := Sandbox(b, name, nil)
+func BenchTrue(b *testing.B, name string) { BenchTrueIn(b, Sandbox(b, name, nil)) }
+
+// BenchTrueIn runs /bin/true in the sandbox sb.
+func BenchTrueIn(b *testing.B, sb *pysandboxes.Sandbox) {
 	ctx := context.Background()
 	for b.Loop() {
 		if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
@@ -423,15 +411,20 @@ attempt("abstract", abstract)
 	ExpectLine(t, out, "abstract ECONNREFUSED")
 }
 
-// NetRuleRefused: a net= rule that cannot be enforced here (an IPv6
-// destination: the filter's egress network is IPv4 only; any rule that lets
-// traffic out when the filter cannot work here) is refused with its file(line);
-// a policy with DENY rules only runs with loopback only.
+// NetRuleRefused: a net= ALLOW rule the network filter cannot serve (an IPv6
+// destination: its egress network is IPv4 only; a loopback address other than
+// 127.0.0.1; without the filter, any ALLOW rule: it would let traffic out) is
+// refused by New, naming the rule with its place; a policy with DENY rules only
+// needs nothing more than the sandbox's own network: it runs with the loopback
+// only.
 func NetRuleRefused(t *testing.T, name string) {
-	Require(t, name)
-	for _, rule := range []string{"net=ALLOW|tcp|::1|5432|OUT", "net=ALLOW|tcp|2001:db8::1|443|OUT"} {
-		_, err := pysandboxes.New(context.Background(), Build(t, rule),
-			pysandboxes.WithProvider(name), pysandboxes.WithLogger(QuietLogger()), pysandboxes.AcceptUnenforced(Unclaimed[name]))
+	p := Require(t, name)
+	rules := []string{"net=ALLOW|tcp|::1|5432|OUT", "net=ALLOW|tcp|2001:db8::1|443|OUT", "net=ALLOW|tcp|127.0.0.53|53|OUT"}
+	if !p.Capabilities().Has(pysandboxes.CapNetHosts) {
+		rules = append(rules, "net=ALLOW|tcp|127.0.0.1|80|OUT")
+	}
+	for _, rule := range rules {
+		_, err := New(t, name, rule)
 		if err == nil || !strings.Contains(err.Error(), "<arg>") || !strings.Contains(err.Error(), strings.TrimPrefix(rule, "net=")) {
 			t.Errorf("%s: got %v, want the rule named", rule, err)
 		}
@@ -439,5 +432,59 @@ func NetRuleRefused(t *testing.T, name string) {
 	sb := Sandbox(t, name, []string{"net=DENY|TCP|*|*|*"})
 	if out := Py(t, sb, "import socket; print([n for _, n in socket.if_nameindex()])"); !strings.Contains(out, "['lo']") {
 		t.Errorf("got %s", out)
+	}
+}
+
+// BadParamsRefused: the provider's own lines of a policy file (params, after
+// its first line os-sandbox=<name>) that it must refuse are refused all
+// together by New, each named by the file and its line, and the error gives
+// every one of the reasons whys.
+func BadParamsRefused(t *testing.T, name string, params, whys []string) {
+	Require(t, name)
+	file := filepath.Join(t.TempDir(), ".py-sandboxes")
+	lines := append([]string{"os-sandbox=" + name}, params...)
+	if err := os.WriteFile(file, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Load(context.Background(), file, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = pysandboxes.New(context.Background(), pol, pysandboxes.WithLogger(QuietLogger()), pysandboxes.AcceptUnenforced(Accepted(name)))
+	if err == nil {
+		t.Fatal("the sandbox was made")
+	}
+	msg := err.Error()
+	for i := 2; i <= len(lines); i++ {
+		if ref := ".py-sandboxes(" + strconv.Itoa(i) + "): " + lines[i-1]; !strings.Contains(msg, ref) {
+			t.Errorf("the error does not name line %d (%q):\n%s", i, ref, msg)
+		}
+	}
+	for _, why := range whys {
+		if !strings.Contains(msg, why) {
+			t.Errorf("the error does not say %q:\n%s", why, msg)
+		}
+	}
+}
+
+// ListenNeedsAnInRule: an IN rule lets the program listen on its ports (port
+// 0: any ephemeral port) and talk to itself over its loopback, and on no other
+// port (Landlock's TCP bind rules: EACCES). mptcp is the outcome of making an
+// MPTCP socket, which goes around Landlock's rules ("" where the provider
+// cannot refuse it).
+func ListenNeedsAnInRule(t *testing.T, name, mptcp string) {
+	sb := Sandbox(t, name, []string{"net=ALLOW|tcp|127.0.0.1|0|IN"})
+	out := Py(t, sb, TryPrelude+`
+def self_talk():
+    srv = socket.socket(); srv.bind(("127.0.0.1", 0)); srv.listen()
+    c = socket.create_connection(srv.getsockname()); c.close(); srv.close()
+attempt("ephemeral", self_talk)
+attempt("fixed", lambda: socket.socket().bind(("127.0.0.1", 8080)))
+attempt("mptcp", lambda: socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262).close())
+`)
+	ExpectLine(t, out, "ephemeral OK None")
+	ExpectLine(t, out, "fixed EACCES")
+	if mptcp != "" {
+		ExpectLine(t, out, "mptcp "+mptcp)
 	}
 }

@@ -56,6 +56,9 @@ func (n *Net) Addr(host int) string { return fmt.Sprintf("10.%d.%d.%d", n.octet,
 func NewNet(t *testing.T, name string, octet int, tag string) *Net {
 	t.Helper()
 	p := Require(t, name)
+	if os.Geteuid() != 0 {
+		t.Skip("the test network (a namespace and a veth pair) needs root")
+	}
 	if !p.Capabilities().Has(pysandboxes.CapNetHosts) {
 		t.Skip("the network filter is not available here")
 	}
@@ -87,6 +90,18 @@ func NewNet(t *testing.T, name string, octet int, tag string) *Net {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestNet is NewNet with the addresses of the provider name's own tests
+// (10.233 for bwrap, 10.234 for firejail, 10.235 for unshare), so that the
+// tests of several providers running at once do not meet.
+func TestNet(t *testing.T, name string) *Net {
+	t.Helper()
+	octet, tag := map[string]int{"bwrap": 233, "firejail": 234, "unshare": 235}[name], name[:2]
+	if octet == 0 {
+		t.Fatalf("no test network for %s", name)
+	}
+	return NewNet(t, name, octet, tag)
 }
 
 // serve starts the listeners inside the server namespace.

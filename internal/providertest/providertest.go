@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -87,12 +88,49 @@ func Sandbox(t testing.TB, name string, lines []string, opts ...pysandboxes.Opti
 	t.Helper()
 	Require(t, name)
 	opts = append([]pysandboxes.Option{pysandboxes.WithProvider(name), pysandboxes.WithLogger(QuietLogger()),
-		pysandboxes.AcceptUnenforced(Unclaimed[name])}, opts...)
+		pysandboxes.AcceptUnenforced(Accepted(name))}, opts...)
 	sb, err := pysandboxes.New(context.Background(), Build(t, lines...), opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return sb
+}
+
+// New makes a sandbox of the provider name for the rule lines, with a quiet
+// logger, accepting what the shared tests accept (Accepted), and returns New's
+// error: for the tests of policies a provider must refuse.
+func New(t testing.TB, name string, lines ...string) (*pysandboxes.Sandbox, error) {
+	t.Helper()
+	return pysandboxes.New(context.Background(), Build(t, lines...), pysandboxes.WithProvider(name),
+		pysandboxes.WithLogger(QuietLogger()), pysandboxes.AcceptUnenforced(Accepted(name)))
+}
+
+// Logs collects what a logger writes, for the tests that read a sandbox's log
+// while its goroutines may still write.
+type Logs struct {
+	mu   sync.Mutex
+	text []byte
+}
+
+// Write appends p.
+func (l *Logs) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	l.text = append(l.text, p...)
+	l.mu.Unlock()
+	return len(p), nil
+}
+
+// String returns what was written so far.
+func (l *Logs) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.text)
+}
+
+// DebugLogger returns a logger writing every record (debug ones too) as text
+// to l.
+func (l *Logs) DebugLogger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // Unclaimed are the capabilities a provider never enforces that its shared
@@ -102,6 +140,21 @@ func Sandbox(t testing.TB, name string, lines []string, opts ...pysandboxes.Opti
 var Unclaimed = map[string]pysandboxes.Capability{
 	"landlock": pysandboxes.CapFilesMeta | pysandboxes.CapHide,
 	"firejail": pysandboxes.CapFilesMeta,
+}
+
+// LandlockNetCaps are the capabilities the landlock provider needs seccomp for.
+const LandlockNetCaps = pysandboxes.CapTCPPorts | pysandboxes.CapUDPDeny | pysandboxes.CapRawSockets |
+	pysandboxes.CapUnixSockets | pysandboxes.CapSeccomp
+
+// Accepted is what the shared tests of the provider name accept as not
+// enforced: Unclaimed, and for landlock LandlockNetCaps when seccomp is
+// unavailable (CGO_ENABLED=0), so that its file tests still run.
+func Accepted(name string) pysandboxes.Capability {
+	c := Unclaimed[name]
+	if name == "landlock" && seccomp.Available() != nil {
+		c |= LandlockNetCaps
+	}
+	return c
 }
 
 // Run runs a command in the sandbox and returns its combined output and error.
@@ -239,6 +292,21 @@ func HostMounts(t testing.TB) string {
 	}
 	slices.Sort(points)
 	return strings.Join(points, "\n")
+}
+
+// NewMounts returns the mounts of HostMounts that were not in before (an
+// earlier HostMounts), one per line: what was left behind since. (A mount that
+// went away belongs to a test of another package that ended meanwhile.)
+func NewMounts(t testing.TB, before string) string {
+	t.Helper()
+	had := strings.Split(before, "\n")
+	var left []string
+	for _, m := range strings.Split(HostMounts(t), "\n") {
+		if m != "" && !slices.Contains(had, m) {
+			left = append(left, m)
+		}
+	}
+	return strings.Join(left, "\n")
 }
 
 // Within reports whether path is dir or lies beneath it.

@@ -3,8 +3,11 @@ package providertest
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"errors"
+	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -59,12 +62,22 @@ attempt("kill-1", lambda: os.kill(1, 0))
 	}
 }
 
-// scenTreeKilledOnCancel: cancelling the context ends the program and every
-// process it started (background ones too), and Wait reports the cancellation.
-func scenTreeKilledOnCancel(t *testing.T, name string) {
+// scenTreeKilledOnCancel: TreeKilledOnCancel.
+func scenTreeKilledOnCancel(t *testing.T, name string) { TreeKilledOnCancel(t, name) }
+
+// TreeKilledOnCancel: cancelling the context ends the program and every
+// process it started (background ones, and an orphan in a session of its own),
+// and Wait reports the cancellation (an *ExitError that is context.Canceled).
+func TreeKilledOnCancel(t *testing.T, name string) {
 	sb := Sandbox(t, name, []string{"expose-ro=/usr/bin"})
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := sb.Command(ctx, "/bin/sh", "-c", `sleep 1000 & sleep 1001 & (sh -c 'sleep 1002' &) ; echo started; wait`)
+	defer cancel()
+	// The sleeps' durations are this test's own: no other process of the host has them.
+	var b [3]byte
+	rand.Read(b[:])
+	mark := fmt.Sprintf("sleep 1%07d", int(b[0])<<16|int(b[1])<<8|int(b[2]))
+	cmd := sb.Command(ctx, "/bin/sh", "-c", `m=$1; sleep ${m}1 & sleep ${m}2 & (sh -c "sleep ${m}3" &) ; (setsid sleep ${m}4 &) ; echo started; wait`,
+		"sh", strings.TrimPrefix(mark, "sleep "))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -76,16 +89,17 @@ func scenTreeKilledOnCancel(t *testing.T, name string) {
 	if strings.TrimSpace(line) != "started" {
 		t.Fatalf("got %q", line)
 	}
-	defer cancel()
 	var sleeps []int
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if sleeps = sleepers(); len(sleeps) >= 3 {
+		if sleeps = sleepers(mark); len(sleeps) >= 4 {
 			break
 		}
 	}
-	if len(sleeps) < 3 {
-		t.Fatalf("expected 3 sleeps, found %v", sleeps)
+	if len(sleeps) < 4 {
+		t.Fatalf("expected 4 sleeps, found %v", sleeps)
 	}
+	// Every process of the sandbox's pid namespace goes, its first one too.
+	sleeps = append(sleeps, InPidNamespaceOf(sleeps[0])...)
 	cancel()
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -101,8 +115,29 @@ func scenTreeKilledOnCancel(t *testing.T, name string) {
 	proctest.WaitGone(t, 5*time.Second, sleeps...)
 }
 
-// sleepers lists the "sleep 100x" processes of the host.
-func sleepers() []int {
+// InPidNamespaceOf lists the host's processes in the pid namespace of pid,
+// none when it is this process's own.
+func InPidNamespaceOf(pid int) []int {
+	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
+	if self, _ := os.Readlink("/proc/self/ns/pid"); err != nil || ns == self {
+		return nil
+	}
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, _ := os.Readlink("/proc/" + e.Name() + "/ns/pid"); l == ns && proctest.Alive(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// sleepers lists the processes of the host whose command line starts with mark.
+func sleepers(mark string) []int {
 	var out []int
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
@@ -110,7 +145,7 @@ func sleepers() []int {
 		if err != nil {
 			continue
 		}
-		if c := strings.ReplaceAll(string(b), "\x00", " "); strings.HasPrefix(c, "sleep 100") {
+		if c := strings.ReplaceAll(string(b), "\x00", " "); strings.HasPrefix(c, mark) {
 			if pid, err := strconv.Atoi(e.Name()); err == nil {
 				out = append(out, pid)
 			}
@@ -182,14 +217,23 @@ func scenMissingProgram(t *testing.T, name string) {
 	}
 }
 
-// scenNoLeaksAfter50Runs: no descriptor, process, mount or temporary file is left
-// after 50 confined runs (with ignore= masks, so every kind of argument is made).
-func scenNoLeaksAfter50Runs(t *testing.T, name string) {
-	tmp := t.TempDir()
+// scenNoLeaksAfter50Runs: NoLeaks over 50 runs.
+func scenNoLeaksAfter50Runs(t *testing.T, name string) { NoLeaks(t, name, 50) }
+
+// NoLeaks: no descriptor, process, mount or temporary file is left after n
+// confined runs (20 with -short) of programs that exit, fail, leave a busy
+// child behind, are cancelled, or write to a file of the host, in a sandbox
+// with an ignore= rule (so that every kind of argument is made); the ignored
+// file is as it was.
+func NoLeaks(t *testing.T, name string, n int) {
+	if testing.Short() {
+		n = min(n, 20)
+	}
+	tmp := TempDir(t)
 	t.Setenv("TMPDIR", tmp)
-	dir := t.TempDir()
-	WriteFile(t, dir+"/.env", "SECRET")
-	sb := Sandbox(t, name, []string{"expose-ro=" + dir, "ignore=.env"})
+	data := filepath.Join(tmp, "data")
+	WriteFile(t, filepath.Join(data, ".env"), "SECRET")
+	sb := ignoring(t, name, "expose-rw="+data, "ignore=.env")
 	ctx := context.Background()
 	if err := sb.Command(ctx, "/bin/true").Run(); err != nil {
 		t.Fatal(err)
@@ -199,13 +243,29 @@ func scenNoLeaksAfter50Runs(t *testing.T, name string) {
 		t.Fatal(err)
 	}
 	mountsBefore := HostMounts(t)
-	const n = 50
-	for i := 0; i < n; i++ {
-		name, args := "/bin/true", []string(nil)
-		if i%2 == 1 {
-			name, args = "/bin/sh", []string{"-c", "exit 0"}
+	for i := range n {
+		var cmd *pysandboxes.Cmd
+		switch i % 5 {
+		case 0:
+			cmd = sb.Command(ctx, "/bin/true")
+		case 1:
+			cmd = sb.Command(ctx, "/bin/sh", "-c", "exit 0")
+		case 2:
+			cmd = sb.Command(ctx, "/bin/sh", "-c", "exit 3")
+		case 3:
+			cmd = sb.Command(ctx, "/bin/sh", "-c", `/bin/sh -c 'exec /bin/sh -c "while :; do :; done"' & exit 0`)
+			cmd.Stdout = os.Stderr
+		case 4:
+			cctx, cancel := context.WithCancel(ctx)
+			c := sb.Command(cctx, "/bin/sh", "-c", "while :; do :; done")
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			c.Wait()
+			continue
 		}
-		if err := sb.Command(ctx, name, args...).Run(); err != nil {
+		if err := cmd.Run(); (err != nil) != (i%5 == 2) {
 			t.Fatalf("run %d: %v", i, err)
 		}
 	}
@@ -215,11 +275,14 @@ func scenNoLeaksAfter50Runs(t *testing.T, name string) {
 	if kids := proctest.Children(os.Getpid()); len(kids) != 0 {
 		t.Errorf("children left: %v", kids)
 	}
-	if ents, _ := os.ReadDir(tmp); len(ents) != 0 {
+	if ents, _ := os.ReadDir(tmp); len(ents) != 1 {
 		t.Errorf("temporary files left: %v", ents)
 	}
-	if after := Settled(mountsBefore, func() string { return HostMounts(t) }); after != mountsBefore {
-		t.Errorf("the host's mounts changed:\nbefore:\n%s\nafter:\n%s", mountsBefore, after)
+	if left := Settled("", func() string { return NewMounts(t, mountsBefore) }); left != "" {
+		t.Errorf("mounts of the host left after %d runs:\n%s", n, left)
+	}
+	if b, _ := os.ReadFile(filepath.Join(data, ".env")); string(b) != "SECRET" {
+		t.Errorf("the ignored file changed: %q", b)
 	}
 }
 

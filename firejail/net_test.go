@@ -11,13 +11,36 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
 )
 
-// TestNetHostLoopbackAndNames: an OUT rule for the host's 127.0.0.1 reaches a
-// listener of the host on that port only (any other port of 127.0.0.1 is the
-// sandbox's own loopback); the sandbox's /etc/hosts holds the pinned names
-// (localhost here) and its /etc/resolv.conf names the filter's resolver.
+// TestLoopbackOnlyWithoutNetRules: firejail --net=none gives the loopback only.
+func TestLoopbackOnlyWithoutNetRules(t *testing.T) {
+	providertest.LoopbackOnlyWithoutNetRules(t, providerName)
+}
+
+// TestNetRuleRefused: what the filter cannot enforce is refused before firejail
+// starts.
+func TestNetRuleRefused(t *testing.T) { providertest.NetRuleRefused(t, providerName) }
+
+// TestListenNeedsAnInRule: firejail cannot refuse MPTCP sockets, which go
+// around Landlock's rules: a listener made so is still out of reach of
+// anything outside the sandbox's network namespace.
+func TestListenNeedsAnInRule(t *testing.T) { providertest.ListenNeedsAnInRule(t, providerName, "") }
+
+// TestNetTCPByHostAndPort: without a UDP rule, UDP is dropped by the network
+// filter (send fails with EPERM): firejail's seccomp filter lets UDP sockets be
+// made.
+func TestNetTCPByHostAndPort(t *testing.T) {
+	providertest.NetTCPByHostAndPort(t, providerName, providertest.TestNet(t, providerName))
+}
+
+// TestNetUDPByPort: the network filter lets datagrams out to the rule's port
+// only.
+func TestNetUDPByPort(t *testing.T) {
+	providertest.NetUDPByPort(t, providerName, providertest.TestNet(t, providerName))
+}
+
+// TestNetHostLoopbackAndNames: firejail --dns names the filter's resolver.
 func TestNetHostLoopbackAndNames(t *testing.T) {
-	requireFirejail(t)
-	newTestNet(t) // skips without the filter
+	providertest.TestNet(t, providerName) // skips without the filter
 	providertest.NetHostLoopbackAndNames(t, providerName, false)
 }
 
@@ -25,22 +48,22 @@ func TestNetHostLoopbackAndNames(t *testing.T) {
 // when the host is root), firejail still takes the filter's hosts file, which
 // replaces the host's; the rest of /etc is the host's.
 func TestNetHostsOverExposedEtc(t *testing.T) {
-	requireFirejail(t)
-	newTestNet(t) // skips without the filter
+	providertest.Require(t, providerName)
+	providertest.TestNet(t, providerName) // skips without the filter
 	version, err := os.ReadFile("/etc/debian_version")
 	if err != nil {
 		t.Skip("no /etc/debian_version here:", err)
 	}
 	port := providertest.HostListener(t)
-	sb := sandbox(t, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
-	out := py(t, sb, netPrelude+`
+	sb := providertest.Sandbox(t, providerName, []string{"expose-ro=/etc", "net=ALLOW|tcp|127.0.0.1|" + port + "|OUT"})
+	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("host", lambda: tcp("127.0.0.1", int(sys.argv[1])))
 print("hosts", open("/etc/hosts").read().splitlines()[0])
 print("version", repr(open("/etc/debian_version").read()))
 `, port)
-	expectLine(t, out, "host OK host")
-	expectLine(t, out, "hosts # The sandbox's hosts file, written from the host names pinned by its policy.")
-	expectLine(t, out, "version "+pyRepr(string(version)))
+	providertest.ExpectLine(t, out, "host OK host")
+	providertest.ExpectLine(t, out, "hosts # The sandbox's hosts file, written from the host names pinned by its policy.")
+	providertest.ExpectLine(t, out, "version "+pyRepr(string(version)))
 }
 
 // pyRepr is Python's repr of a short ASCII string without quotes or backslashes
@@ -52,7 +75,7 @@ func pyRepr(s string) string {
 // TestNetNoLeaks: runs with the filter leave no slirp4netns, descriptor or child
 // behind.
 func TestNetNoLeaks(t *testing.T) {
-	n := newTestNet(t)
+	n := providertest.TestNet(t, providerName)
 	nsBefore := namedNamespaces()
 	providertest.NetNoLeaks(t, providerName, n)
 	// Other programs of the host may be making their own meanwhile: wait for the
@@ -90,12 +113,12 @@ func namedNamespaces() []string {
 // datagrams; firejail --dns cannot say "options use-vc", so the sandbox then
 // names no resolver (pinned names still resolve through /etc/hosts).
 func TestNetResolverRefusedByRule(t *testing.T) {
-	n := newTestNet(t)
-	sb := sandbox(t, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(tcpA) + "|OUT", "net=DENY|udp|*|53|OUT"})
-	out := py(t, sb, netPrelude+`
+	n := providertest.TestNet(t, providerName)
+	sb := providertest.Sandbox(t, providerName, []string{"net=ALLOW|tcp|" + n.Addr(2) + "|" + strconv.Itoa(providertest.TCPA) + "|OUT", "net=DENY|udp|*|53|OUT"})
+	out := providertest.Py(t, sb, providertest.NetPrelude+`
 attempt("resolv", lambda: open("/etc/resolv.conf").read())
 attempt("dns", lambda: udp("10.0.2.3", 53))
 `)
-	expectLine(t, out, "resolv ENOENT")
-	expectLine(t, out, "dns EPERM")
+	providertest.ExpectLine(t, out, "resolv ENOENT")
+	providertest.ExpectLine(t, out, "dns EPERM")
 }
