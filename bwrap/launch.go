@@ -20,6 +20,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"golang.org/x/sys/unix"
@@ -34,7 +35,7 @@ const setupTimeout = 30 * time.Second
 // needs to run.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
-	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+	return prepare.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
 		return c.prepare(ctx, req, h, logger)
 	})
 }
@@ -159,7 +160,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	if c.IDMap {
 		// bwrap runs as an unprivileged uid, in a view where the exposed
 		// directories are idmapped to it (see package internal/hostid).
-		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: c.Idmapped(view, wrapper.WorkDir(req.Dir), filters)}
+		hv = &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: c.Idmapped(view, prepare.WorkDir(req.Dir), filters)}
 		stages = append(stages, wrapper.IdentityStage())
 	}
 	if c.Listen != nil {
@@ -286,7 +287,7 @@ func (c *compiled) arguments(view *hostview.View, req *driver.Request, h hostSta
 	// The working directory: where it is shown, else / (no directory is made on
 	// the way to a path the policy does not show: a working directory under
 	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=).
-	dir := wrapper.RealWorkDir(req.Dir)
+	dir := prepare.RealWorkDir(req.Dir)
 	switch _, visible := view.Visible(dir); {
 	case !filepath.IsAbs(dir):
 		dir = "/"

@@ -6,6 +6,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -22,7 +23,7 @@ type Provider struct {
 	// Binary, when set, is the bwrap binary to use (default: bwrap on PATH).
 	Binary string
 
-	core wrapper.Core[hostState]
+	core prepare.Core[hostState]
 }
 
 // Name returns "bwrap".

@@ -15,6 +15,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/launch"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -39,7 +40,7 @@ var hardening = []string{"nosound", "novideo", "no3d", "nodvd", "notv", "nou2f",
 // program needs to run.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
 	h := p.host()
-	return wrapper.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+	return prepare.Prepare(ctx, Name, req, p, h.err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
 		return c.prepare(ctx, req, h, &p.envs, logger)
 	})
 }
@@ -215,7 +216,7 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 		// firejail runs for an unprivileged uid (see package internal/hostid),
 		// in a view where the exposed directories are idmapped to it and an
 		// account names it.
-		ops := c.Idmapped(view, wrapper.WorkDir(req.Dir), filters)
+		ops := c.Idmapped(view, prepare.WorkDir(req.Dir), filters)
 		if c.Net != nil && idmappedFile(c.Mapped, "/etc/hosts") {
 			// firejail takes --hosts-file only over an /etc/hosts that root owns:
 			// idmapped, the host's is the program's uid's. The filter's goes over
@@ -488,7 +489,7 @@ func (c *compiled) fileOptions(view *hostview.View, extra ...string) ([]string, 
 // workDir is the program's working directory in the sandbox: dir (or the
 // host's) where the sandbox shows it, else /.
 func (c *compiled) workDir(view *hostview.View, dir string) string {
-	dir = wrapper.RealWorkDir(dir)
+	dir = prepare.RealWorkDir(dir)
 	if !filepath.IsAbs(dir) || strings.Contains(dir, "${") {
 		return "/"
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -23,7 +24,7 @@ type Provider struct {
 	// Binary, when set, is the firejail binary to use (default: firejail on PATH).
 	Binary string
 
-	core wrapper.Core[hostState]
+	core prepare.Core[hostState]
 	// envs caches what firejail does to environments, by the names they hold.
 	envs envCache
 }

@@ -73,7 +73,7 @@ func TestCapabilitiesFollowSeccomp(t *testing.T) {
 // fakeProvider is a provider with a given host state.
 func fakeProvider(abi int, seccompErr error) *Provider {
 	p := &Provider{}
-	p.once.Do(func() { p.state = hostState{abi: abi, seccompErr: seccompErr} })
+	p.core.Host(func() hostState { return hostState{abi: abi, seccompErr: seccompErr} })
 	return p
 }
 

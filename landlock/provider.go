@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
@@ -30,10 +30,7 @@ const Name = "landlock"
 // Provider is the landlock provider. Importing the package registers one; its zero
 // value is ready to use (with UseProvider, for example).
 type Provider struct {
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
+	core prepare.Core[hostState]
 }
 
 // hostState is what the provider found on this host.
@@ -72,19 +69,19 @@ func (m identityMode) String() string {
 }
 
 func (p *Provider) host() hostState {
-	p.once.Do(func() {
-		p.state.abi, p.state.abiErr = detectABI()
-		if p.state.abiErr == nil && p.state.abi < 1 {
-			p.state.abiErr = errors.New("the kernel reports Landlock ABI 0")
+	return p.core.Host(func() (h hostState) {
+		h.abi, h.abiErr = detectABI()
+		if h.abiErr == nil && h.abi < 1 {
+			h.abiErr = errors.New("the kernel reports Landlock ABI 0")
 		}
-		if p.state.abiErr != nil {
-			p.state.abi = 0
-			p.state.abiErr = probeError(p.state.abiErr)
+		if h.abiErr != nil {
+			h.abi = 0
+			h.abiErr = probeError(h.abiErr)
 		}
-		p.state.seccompErr = seccomp.Available()
-		p.state.id, p.state.idErr = identity(p.state)
+		h.seccompErr = seccomp.Available()
+		h.id, h.idErr = identity(h)
+		return h
 	})
-	return p.state
 }
 
 // identity decides how the program holds no host identity here.
@@ -205,20 +202,22 @@ func capabilities(abi int, seccompOK bool, id identityMode) driver.Capability {
 // It fails, naming the rule, when the policy needs something Landlock (and seccomp)
 // cannot enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().abiErr; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
+	h := p.host()
+	return prepare.Compile(h.abiErr, func() (*compiled, error) { return compile(ctx, pol, accepted, h, &p.core.Interps) })
 }
 
 // Prepare makes the launch: the supervisor applies no-new-privs, the Landlock
 // ruleset (the sandbox's grants plus what this program needs to run) and the
 // seccomp filter to the thread that starts the program.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
+	return prepare.Prepare(ctx, Name, req, p, p.host().abiErr, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.launch(ctx, req, logger)
+	})
+}
+
+// launch is the launch of one program under c.
+func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog.Logger) (*driver.Launch, error) {
+	var err error
 	cfg, err := c.rulesetFor(ctx, req.Path, logger)
 	if err != nil {
 		return nil, err
@@ -334,7 +333,7 @@ func (p *Provider) Details() []string {
 		if _, err := os.Stat(example); err != nil {
 			continue
 		}
-		r := needs.Resolver{Interpreters: &p.interps}
+		r := needs.Resolver{Interpreters: &p.core.Interps}
 		ns, err := r.Needs(context.Background(), example)
 		if err != nil {
 			out = append(out, fmt.Sprintf("implicit grants for %s: %v", example, err))

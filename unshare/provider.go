@@ -3,10 +3,9 @@ package unshare
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
@@ -27,15 +26,11 @@ const Name = "unshare"
 // Provider is the unshare provider. Importing the package registers one; its zero
 // value is ready to use (with UseProvider, for example).
 type Provider struct {
-	once  sync.Once
-	state hostState
-	// interps caches the Python interpreters' directories for every sandbox.
-	interps needs.Interpreters
+	core prepare.Core[hostState]
 }
 
 func (p *Provider) host() hostState {
-	p.once.Do(func() { p.state = probeHost(context.Background()) })
-	return p.state
+	return p.core.Host(func() hostState { return probeHost(context.Background()) })
 }
 
 // Name returns "unshare".
@@ -89,39 +84,29 @@ func capabilities(h hostState) driver.Capability {
 // It fails, naming the rule, when the policy needs something the provider cannot
 // enforce here and that the caller did not accept.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	if err := p.host().err; err != nil {
-		return nil, err
-	}
-	return prepare.Result(compile(ctx, pol, accepted, p.host(), &p.interps))
+	h := p.host()
+	return prepare.Compile(h.err, func() (*compiled, error) { return compile(ctx, pol, accepted, h, &p.core.Interps) })
 }
 
 // Prepare makes the launch: the supervisor starts in new namespaces, builds the
 // sandbox's root and starts the program in it with no capability, no_new_privs
 // and the seccomp filter.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, logger, err := prepare.Request[*compiled](ctx, Name, req, p)
-	if err != nil {
-		return nil, err
-	}
+	return prepare.Prepare(ctx, Name, req, p, p.host().err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.launch(ctx, req, logger)
+	})
+}
+
+// launch is the launch of one program under c.
+func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog.Logger) (*driver.Launch, error) {
+	var err error
 	ops, err := c.rootOps(ctx, req.Path, logger)
 	if err != nil {
 		return nil, err
 	}
 	// The working directory: the same path in the sandbox's root ("/" when the
 	// sandbox does not see it).
-	dir := req.Dir
-	if dir == "" {
-		if dir, err = os.Getwd(); err != nil {
-			dir = "/"
-		}
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: dir})
+	ops = append(ops, supervise.RootOp{Kind: supervise.OpChdir, Path: prepare.RealWorkDir(req.Dir)})
 	ready := c.net.ready()
 	ns := &supervise.Namespaces{UID: c.uid, GID: c.gid, Loopback: true, Wait: ready != nil, Root: ops}
 	var filters *hideview.Servers
@@ -197,7 +182,7 @@ func (p *Provider) Details() []string {
 		if _, err := os.Stat(example); err != nil {
 			continue
 		}
-		r := needs.Resolver{Interpreters: &p.interps}
+		r := needs.Resolver{Interpreters: &p.core.Interps}
 		ns, err := r.Needs(context.Background(), example)
 		if err != nil {
 			out = append(out, fmt.Sprintf("implicit binds for %s: %v", example, err))

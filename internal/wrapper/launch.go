@@ -79,28 +79,6 @@ func (c *Compiled) Idmapped(view *hostview.View, dir string, filters *hideview.S
 	return filters.Into(hostid.Idmapped(c.Mapped, append(sources, dir), uint32(os.Geteuid()), uint32(os.Getegid())))
 }
 
-// WorkDir is the program's working directory on the host: dir, or this
-// process's ("/" when it has none).
-func WorkDir(dir string) string {
-	if dir != "" {
-		return dir
-	}
-	if wd, err := os.Getwd(); err == nil {
-		return wd
-	}
-	return "/"
-}
-
-// RealWorkDir is WorkDir(dir) with its symbolic links resolved (left as it is
-// when they cannot be).
-func RealWorkDir(dir string) string {
-	dir = WorkDir(dir)
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		return real
-	}
-	return dir
-}
-
 // IdentityStage is the supervisor's stage that makes the tool run for the
 // unprivileged uid of package internal/hostid.
 func IdentityStage() supervise.Stage {
