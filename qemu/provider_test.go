@@ -350,25 +350,6 @@ func TestParamsChecked(t *testing.T) {
 	sb.Close()
 }
 
-// TestNetRulesRefused: a net= rule cannot be enforced outside the guest yet:
-// the provider refuses it, naming the rule (never a VM with more network
-// than the policy grants).
-func TestNetRulesRefused(t *testing.T) {
-	requireQEMU(t)
-	for _, rule := range []string{"net=ALLOW|tcp|127.0.0.1|8080|OUT", "net=ALLOW|tcp|*|443|OUT"} {
-		pol, path := writePolicy(t, t.TempDir(), rule)
-		_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
-		if err == nil {
-			t.Fatalf("%s: accepted", rule)
-		}
-		if !strings.Contains(err.Error(), path+"(1)") {
-			t.Errorf("%s: the error does not name the rule's place: %v", rule, err)
-		}
-	}
-}
-
-// TestIgnoreNeedsAcceptance: the provider does not claim hide (files the
-// host adds later under an ignored name would show), so a policy with
 // ignore= is refused unless the caller accepts it.
 func TestIgnoreNeedsAcceptance(t *testing.T) {
 	requireQEMU(t)

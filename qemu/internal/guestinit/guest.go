@@ -128,6 +128,9 @@ func (g *guest) doSetup(m *wire.SetupMsg) error {
 		if err := configureNet(m.Net); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
+		if err := startRelays(m.Net); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
 	}
 	return nil
 }

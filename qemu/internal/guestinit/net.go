@@ -2,8 +2,12 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"net"
+	"strconv"
+	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
@@ -73,4 +77,122 @@ func ifAddr(fd int, name string, op uintptr, ip net.IP) error {
 		return e
 	}
 	return nil
+}
+
+// startRelays listens on the guest's 127.0.0.1 on each port of m.Relays and
+// relays what arrives to the same port of the gateway: QEMU makes that a
+// connection to its network namespace's 127.0.0.1, which the host's network
+// filter sends on to the host's 127.0.0.1 when the rules allow the port. The
+// program thus reaches the host's loopback under 127.0.0.1, as under the other
+// providers; the filter outside the VM decides, whatever the guest does.
+func startRelays(m *wire.NetMsg) error {
+	for _, r := range m.Relays {
+		local := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(r.Port)))
+		remote := net.JoinHostPort(m.Gateway, strconv.Itoa(int(r.Port)))
+		switch r.Proto {
+		case "tcp":
+			l, err := net.Listen("tcp4", local)
+			if err != nil {
+				return fmt.Errorf("relay of %s: %w", local, err)
+			}
+			go relayTCP(l, remote)
+		case "udp":
+			c, err := net.ListenPacket("udp4", local)
+			if err != nil {
+				return fmt.Errorf("relay of %s/udp: %w", local, err)
+			}
+			go relayUDP(c.(*net.UDPConn), remote)
+		default:
+			return fmt.Errorf("relay of %s: unknown protocol %q", local, r.Proto)
+		}
+	}
+	return nil
+}
+
+// relayTCP relays each connection accepted on l to remote. A connection the
+// remote end refuses is reset.
+func relayTCP(l net.Listener, remote string) {
+	for {
+		c, err := l.Accept()
+		if err != nil {
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				continue
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		go func() {
+			r, err := net.DialTimeout("tcp4", remote, 30*time.Second)
+			if err != nil {
+				c.(*net.TCPConn).SetLinger(0)
+				c.Close()
+				return
+			}
+			done := make(chan struct{}, 2)
+			pipe := func(dst, src net.Conn) {
+				io.Copy(dst, src)
+				dst.(*net.TCPConn).CloseWrite()
+				done <- struct{}{}
+			}
+			go pipe(r, c)
+			go pipe(c, r)
+			<-done
+			<-done
+			c.Close()
+			r.Close()
+		}()
+	}
+}
+
+// udpIdle ends a UDP relay session without traffic; maxUDPSessions bounds
+// the sessions of one port (a datagram beyond is dropped).
+const (
+	udpIdle        = 2 * time.Minute
+	maxUDPSessions = 256
+)
+
+// relayUDP relays datagrams from each source address on c to remote through a
+// socket of its own, and the answers back to the source.
+func relayUDP(c *net.UDPConn, remote string) {
+	var mu sync.Mutex
+	sessions := map[string]*net.UDPConn{}
+	buf := make([]byte, 65536)
+	for {
+		n, src, err := c.ReadFromUDP(buf)
+		if err != nil {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		key := src.String()
+		mu.Lock()
+		s := sessions[key]
+		if s == nil && len(sessions) < maxUDPSessions {
+			if d, err := net.Dial("udp4", remote); err == nil {
+				s = d.(*net.UDPConn)
+				sessions[key] = s
+				go func() {
+					b := make([]byte, 65536)
+					for {
+						s.SetReadDeadline(time.Now().Add(udpIdle))
+						n, err := s.Read(b)
+						if err != nil {
+							if ne, ok := err.(net.Error); ok && ne.Timeout() {
+								break
+							}
+							continue // an ICMP error for an earlier datagram
+						}
+						c.WriteToUDP(b[:n], src)
+					}
+					mu.Lock()
+					delete(sessions, key)
+					mu.Unlock()
+					s.Close()
+				}()
+			}
+		}
+		mu.Unlock()
+		if s != nil {
+			s.Write(buf[:n])
+		}
+	}
 }

@@ -237,6 +237,16 @@ type NetMsg struct {
 	Addr    string `json:"addr"`
 	Prefix  int    `json:"prefix"`
 	Gateway string `json:"gw"`
+	// Relays are the ports of the guest's 127.0.0.1 that the init relays to
+	// the same port of the gateway (which leads to the host's 127.0.0.1 when
+	// the rules allow it).
+	Relays []Relay `json:"relays,omitempty"`
+}
+
+// Relay is one port of the guest's 127.0.0.1 relayed to the gateway.
+type Relay struct {
+	Proto string `json:"proto"` // "tcp" or "udp"
+	Port  uint16 `json:"port"`
 }
 
 // Stream kinds of a program's descriptor.

@@ -1,0 +1,268 @@
+package qemu_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/netfilter"
+	"github.com/pysandboxes/pysandboxes/qemu"
+)
+
+// hostTCP listens on the host's loopback; it greets every connection and
+// counts them.
+func hostTCP(t *testing.T, addr, greeting string) (int, *atomic.Int32) {
+	t.Helper()
+	l, err := net.Listen("tcp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var n atomic.Int32
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			n.Add(1)
+			c.Write([]byte(greeting))
+			c.Close()
+		}
+	}()
+	return l.Addr().(*net.TCPAddr).Port, &n
+}
+
+// hostUDP is a sink on the host's loopback: it keeps what it receives and
+// answers "pong" to each datagram.
+func hostUDP(t *testing.T, addr string) (int, func() string) {
+	t.Helper()
+	pc, err := net.ListenPacket("udp4", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { pc.Close() })
+	var got atomic.Value
+	got.Store("")
+	go func() {
+		b := make([]byte, 2048)
+		for {
+			n, from, err := pc.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			got.Store(got.Load().(string) + string(b[:n]) + ";")
+			pc.WriteTo([]byte("pong"), from)
+		}
+	}()
+	return pc.LocalAddr().(*net.UDPAddr).Port, func() string { return got.Load().(string) }
+}
+
+// netProbe runs in the VM: every attempt prints "label outcome".
+const netProbe = `
+import errno, fcntl, json, socket, struct, sys
+A, D, U, V = (int(x) for x in sys.argv[1:5])
+def err(e):
+    return errno.errorcode.get(e.errno, str(e.errno)) if e.errno else type(e).__name__
+def attempt(label, f):
+    try:
+        print(label, "OK", f())
+    except OSError as e:
+        print(label, err(e))
+    sys.stdout.flush()
+def tcp(host, port, family=socket.AF_INET):
+    s = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        s.settimeout(5)
+        s.connect((host, port))
+        return s.recv(100).decode() or "eof"
+    finally:
+        s.close()
+def udp(host, port, data, wait=False):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.settimeout(3)
+        n = s.sendto(data, (host, port))
+        if wait:
+            return s.recv(100).decode()
+        return n
+    finally:
+        s.close()
+attempt("tcp-allowed", lambda: tcp("127.0.0.1", A))
+attempt("tcp-allowed-name", lambda: tcp("localhost", A))
+attempt("tcp-denied-port", lambda: tcp("127.0.0.1", D))
+attempt("tcp-other-loopback", lambda: tcp("127.0.0.2", A))
+attempt("tcp-gateway-denied-port", lambda: tcp("10.0.3.2", D))
+attempt("tcp-filter-gateway", lambda: tcp("10.0.2.2", A))
+attempt("tcp-other-address", lambda: tcp("192.0.2.1", 80))
+attempt("tcp-rule-host-other-port", lambda: tcp("192.0.2.7", 81))
+attempt("tcp6-loopback", lambda: tcp("::1", A, socket.AF_INET6))
+attempt("tcp6-other", lambda: tcp("2001:db8::1", 80, socket.AF_INET6))
+attempt("udp-allowed", lambda: udp("127.0.0.1", U, b"allowed", wait=True))
+attempt("udp-denied-port", lambda: udp("127.0.0.1", V, b"SECRET-loopback"))
+attempt("udp-gateway-denied-port", lambda: udp("10.0.3.2", V, b"SECRET-gateway"))
+attempt("udp-filter-gateway", lambda: udp("10.0.2.2", V, b"SECRET-filtergw"))
+attempt("dns-other-resolver", lambda: udp("127.0.0.53", 53, b"SECRET-dns"))
+attempt("raw", lambda: socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP).close())
+attempt("packet", lambda: socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0).close())
+def route():
+    # SIOCADDRT: a route of its own through another gateway.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    rt = bytearray(120)
+    struct.pack_into("=H2x4s", rt, 8, socket.AF_INET, socket.inet_aton("192.0.2.0"))
+    struct.pack_into("=H2x4s", rt, 24, socket.AF_INET, socket.inet_aton("10.0.3.3"))
+    struct.pack_into("=H2x4s", rt, 40, socket.AF_INET, socket.inet_aton("255.255.255.0"))
+    struct.pack_into("=H", rt, 56, 0x1 | 0x2)
+    fcntl.ioctl(s, 0x890B, bytes(rt))
+attempt("add-route", route)
+def down():
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    fcntl.ioctl(s, 0x8914, struct.pack("16sH14x", b"eth0", 0))
+attempt("eth0-down", down)
+print("resolv", json.dumps(open("/etc/resolv.conf").read()))
+print("hosts", json.dumps(open("/etc/hosts").read()))
+`
+
+// TestNetFilter: net= rules are enforced outside the guest. One VM (one
+// sandbox, one program) tries everything: the allowed TCP and UDP ports of the
+// host's loopback are reached under 127.0.0.1, everything else is refused with
+// the errno of the other providers' filter, and the host's listeners say what
+// arrived. Every refusal of an address beyond the guest's own loopback is the
+// filter's, around QEMU: the guest has no filter of its own, so neither root
+// in the guest nor a program changing its routes can lift it.
+func TestNetFilter(t *testing.T) {
+	requireQEMU(t)
+	if err := netfilter.Available(context.Background()); err != nil {
+		t.Skipf("the network filter cannot work here: %v", err)
+	}
+	allowed, allowedSeen := hostTCP(t, "127.0.0.1:0", "hello")
+	denied, deniedSeen := hostTCP(t, "127.0.0.1:0", "SECRET")
+	udpOK, udpOKGot := hostUDP(t, "127.0.0.1:0")
+	udpDenied, udpDeniedGot := hostUDP(t, "127.0.0.1:0")
+	dnsGot := func() string { return "" }
+	if pc, err := net.ListenPacket("udp4", "127.0.0.53:53"); err == nil {
+		pc.Close()
+		_, dnsGot = hostUDP(t, "127.0.0.53:53")
+	}
+	dir := t.TempDir()
+	pol, _ := writePolicy(t, dir,
+		fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|OUT", allowed),
+		fmt.Sprintf("net=ALLOW|udp|127.0.0.1|%d|OUT", udpOK),
+		"net=ALLOW|tcp|192.0.2.7|80|OUT",
+		"net=ALLOW|tcp|*|40000-40010|IN")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := sb.Command(ctx, python, "-I", "-c", netProbe, strconv.Itoa(allowed), strconv.Itoa(denied), strconv.Itoa(udpOK), strconv.Itoa(udpDenied))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("%v: %s\n%s", err, out.String(), errb.String())
+	}
+	t.Logf("%s", out.String())
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		k, v, _ := strings.Cut(l, " ")
+		got[k] = v
+	}
+	for label, want := range map[string]string{
+		"tcp-allowed":      "OK hello",
+		"tcp-allowed-name": "OK hello",
+		// The guest's own loopback: nothing listens there.
+		"tcp-denied-port":    "ECONNREFUSED",
+		"tcp-other-loopback": "ECONNREFUSED",
+		"tcp6-loopback":      "ECONNREFUSED",
+		// QEMU's gateway is its namespace's loopback: only the allowed ports
+		// lead on to the host's.
+		"tcp-gateway-denied-port": "ECONNREFUSED",
+		// The filter's reset, outside the guest.
+		"tcp-filter-gateway":       "ECONNREFUSED",
+		"tcp-other-address":        "ECONNREFUSED",
+		"tcp-rule-host-other-port": "ECONNREFUSED",
+		// No IPv6 in the guest's network.
+		"tcp6-other":  "ENETUNREACH",
+		"udp-allowed": "OK pong",
+		// The program holds no capability.
+		"raw":       "EPERM",
+		"packet":    "EPERM",
+		"add-route": "EPERM",
+		"eth0-down": "EPERM",
+	} {
+		if got[label] != want {
+			t.Errorf("%s: %q, want %q", label, got[label], want)
+		}
+	}
+	// A datagram the filter drops leaves the guest's send successful (the
+	// guest has no filter): what matters is that nothing arrives.
+	for _, label := range []string{"udp-denied-port", "udp-gateway-denied-port", "udp-filter-gateway", "dns-other-resolver"} {
+		if !strings.HasPrefix(got[label], "OK ") {
+			t.Errorf("%s: %q, want the send to succeed in the guest", label, got[label])
+		}
+	}
+	time.Sleep(300 * time.Millisecond)
+	if n := allowedSeen.Load(); n != 2 {
+		t.Errorf("the allowed listener accepted %d connections, want 2", n)
+	}
+	if n := deniedSeen.Load(); n != 0 {
+		t.Errorf("the denied listener accepted %d connections", n)
+	}
+	if s := udpOKGot(); s != "allowed;" {
+		t.Errorf("the allowed UDP sink received %q", s)
+	}
+	if s := udpDeniedGot(); s != "" {
+		t.Errorf("the denied UDP sink received %q", s)
+	}
+	if s := dnsGot(); s != "" {
+		t.Errorf("the resolver on 127.0.0.53 received %q", s)
+	}
+	var resolv, hosts string
+	json.Unmarshal([]byte(got["resolv"]), &resolv)
+	json.Unmarshal([]byte(got["hosts"]), &hosts)
+	if !strings.Contains(resolv, "nameserver 10.0.2.3\n") {
+		t.Errorf("the guest's resolv.conf: %q", resolv)
+	}
+	if !strings.Contains(hosts, "127.0.0.1\tlocalhost") {
+		t.Errorf("the guest's hosts: %q", hosts)
+	}
+}
+
+// TestNetRulesRefused: a net= rule the VM cannot enforce exactly is refused
+// at Prepare, naming the rule and its file(line) and why (fail closed).
+func TestNetRulesRefused(t *testing.T) {
+	requireQEMU(t)
+	if err := netfilter.Available(context.Background()); err != nil {
+		t.Skipf("the network filter cannot work here: %v", err)
+	}
+	for _, c := range []struct{ rule, why string }{
+		{"net=ALLOW|tcp|127.0.0.1|8080|IN", "forwarding the host's 127.0.0.1:8080"},
+		{"net=ALLOW|tcp|10.0.3.0/24|80|OUT", "the guest's own network"},
+		{"net=ALLOW|tcp|10.0.2.2|80|OUT", "egress network"},
+		{"net=ALLOW|tcp|127.0.0.1|1000-2000|OUT", "at most 256 can be"},
+		{"net=ALLOW|tcp|::1|80|OUT", "IPv6"},
+	} {
+		dir := t.TempDir()
+		pol, path := writePolicy(t, dir, "env=A=b", c.rule)
+		_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+		if err == nil {
+			t.Errorf("%s: accepted", c.rule)
+			continue
+		}
+		ref := path + "(2)"
+		if !strings.Contains(err.Error(), ref) || !strings.Contains(err.Error(), c.rule[len("net="):]) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: %v; want it named (%s) with %q", c.rule, err, ref, c.why)
+		}
+	}
+}
+
