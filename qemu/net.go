@@ -161,6 +161,21 @@ func netnsAttr(a *syscall.SysProcAttr) {
 	}
 }
 
+// start sets the filter up around the VM's QEMU while the guest starts; the
+// channel gives the outcome. The filter goes with QEMU's end.
+func (np *netPlan) start(ctx context.Context, v *vm) <-chan error {
+	done := make(chan error, 1)
+	pid := v.cmd.Process.Pid
+	go func() {
+		s, err := np.setupFilter(ctx, pid)
+		if s != nil {
+			v.onExit(func() { s.Close() })
+		}
+		done <- err
+	}()
+	return done
+}
+
 // setupFilter installs the filter in the namespace of QEMU (process pid) and
 // starts its egress stack.
 func (np *netPlan) setupFilter(ctx context.Context, pid int) (*netfilter.Session, error) {

@@ -265,4 +265,3 @@ func TestNetRulesRefused(t *testing.T) {
 		}
 	}
 }
-

@@ -137,6 +137,10 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		v.wait()
 		return nil, err
 	}
+	var filterDone <-chan error
+	if c.net != nil {
+		filterDone = c.net.start(ctx, v)
+	}
 	if state != nil {
 		if err := v.handshake(ctx); err != nil {
 			return fail(err)
@@ -148,11 +152,9 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	if c.net != nil {
 		// The filter is in place before the guest's network is configured
 		// (until then the guest sends nothing): fail closed.
-		sess, err := c.net.setupFilter(ctx, v.cmd.Process.Pid)
-		if err != nil {
+		if err := <-filterDone; err != nil {
 			return fail(err)
 		}
-		v.onExit(func() { sess.Close() })
 		sm.Net = c.net.msg()
 	}
 	if err := v.setup(ctx, sm); err != nil {
