@@ -46,12 +46,14 @@
 // 10.0.2.3, through QEMU); the ports of 127.0.0.1 that OUT rules allow are
 // relayed by the guest's init from the guest's 127.0.0.1 to QEMU's gateway,
 // which QEMU maps to its namespace's 127.0.0.1 and the filter to the host's.
-// A rule the VM cannot enforce exactly is refused, naming it: what the filter
+// IN rules that forward the host's ports do so in three steps: the filter
+// from the host's 127.0.0.1 to QEMU's namespace, QEMU's host forwards (added
+// over QMP) to the guest, the init's relays to the program's 127.0.0.1. A rule
+// the VM cannot enforce exactly is refused, naming it: what the filter
 // refuses, an address of the guest's own network, more than 256 ports of the
-// host's loopback, and IN rules that would forward the host's ports into the
-// VM. A refused UDP datagram is dropped outside the guest (the guest's send
-// succeeds); listening in the guest is not refused (nothing outside reaches
-// it).
+// host's loopback. A refused UDP datagram is dropped outside the guest (the
+// guest's send succeeds); listening in the guest is not refused (nothing
+// outside reaches it but the forwarded ports).
 //
 // Accelerator: KVM only when a guest really boots with it; TCG otherwise
 // (`pysandboxes probe` says which and why). Fast start: the VM state saved

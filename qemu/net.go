@@ -2,6 +2,7 @@ package qemu
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -39,13 +40,22 @@ var guestNetdev = fmt.Sprintf("user,id=n0,net=%s,host=%s,dns=%s,ipv6=off", guest
 // listening socket of the guest's init each).
 const maxRelays = netfilter.MaxForwards
 
+// inPortBase is the first port of the guest's address to which QEMU forwards
+// a port of the host (the guest's init relays it to the program's
+// 127.0.0.1): above the kernel's ephemeral range (32768-60999), so that the
+// program's own connections never take one.
+const inPortBase = 61000
+
 // netPlan is the VM's network: the filter of QEMU's namespace, the guest's
-// /etc/hosts and /etc/resolv.conf, and the ports of 127.0.0.1 the guest
-// relays to the host's loopback.
+// /etc/hosts and /etc/resolv.conf, the relays of the guest's init (the ports
+// of 127.0.0.1 relayed to the host's loopback, the forwarded ports relayed to
+// the program's 127.0.0.1) and QEMU's host forwards.
 type netPlan struct {
 	filter *netfilter.Filter
 	files  []wire.Op
 	relays []wire.Relay
+	// hostfwds are QEMU's host forwards (hostfwd_add arguments).
+	hostfwds []string
 }
 
 // planNetwork translates the net= rules (nil: no network device at all, when
@@ -84,19 +94,26 @@ func planNetwork(n *policy.Network, netErr func() error) (*netPlan, error) {
 		errs = append(errs, err)
 		return nil, errors.Join(errs...)
 	}
-	for _, fw := range f.Forwards() {
-		errs = append(errs, fmt.Errorf("%s: net rule '%s' cannot be enforced by qemu: forwarding the host's 127.0.0.1:%d (%s) into the VM is not implemented; "+
-			"write * as its network to let the program listen inside the VM, which nothing outside it reaches", fw.Rule.Ref, fw.Rule.Raw, fw.Port, fw.Proto))
-	}
 	var relays []wire.Relay
 	for _, p := range []policy.Proto{policy.TCP, policy.UDP} {
 		for _, pr := range f.HostLoopback(p) {
 			for port := max(int(pr.Lo), 1); port <= int(pr.Hi); port++ {
-				relays = append(relays, wire.Relay{Proto: strings.ToLower(p.String()), Port: uint16(port)})
+				relays = append(relays, wire.Relay{Proto: p.String(), From: hostPort("127.0.0.1", port), To: hostPort(guestGateway, port)})
 			}
 		}
 	}
-	if len(relays) > maxRelays {
+	nOut := len(relays)
+	// IN forwards: the filter forwards the host's 127.0.0.1:P to QEMU's
+	// namespace's 127.0.0.1:P, where QEMU listens (hostfwd) and forwards to
+	// a port of the guest's address, which the init relays to the program's
+	// 127.0.0.1:P (listeners on 127.0.0.1 and 0.0.0.0 get it).
+	var hostfwds []string
+	for i, fw := range f.Forwards() {
+		gp := inPortBase + i
+		hostfwds = append(hostfwds, fmt.Sprintf("%s:127.0.0.1:%d-%s:%d", fw.Proto, fw.Port, guestAddr, gp))
+		relays = append(relays, wire.Relay{Proto: fw.Proto.String(), From: hostPort(guestAddr, gp), To: hostPort("127.0.0.1", int(fw.Port))})
+	}
+	if nOut > maxRelays {
 		var refs []string
 		for _, r := range rules {
 			if r.Action == policy.Allow && r.Dir&policy.Out != 0 && len(r.Ports) > 0 && containsAddr(r.Prefixes, hostLoopback) {
@@ -105,7 +122,7 @@ func planNetwork(n *policy.Network, netErr func() error) (*netPlan, error) {
 		}
 		errs = append(errs, fmt.Errorf("%s: net rules cannot be enforced by qemu: they let the program reach %d ports of the host's 127.0.0.1, "+
 			"each a relay of the guest, at most %d can be: narrow their PORTS or name hosts other than the loopback",
-			strings.Join(refs, ", "), len(relays), maxRelays))
+			strings.Join(refs, ", "), nOut, maxRelays))
 	}
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
@@ -121,7 +138,7 @@ func planNetwork(n *policy.Network, netErr func() error) (*netPlan, error) {
 		}
 		return nil, errors.Join(errs...)
 	}
-	np := &netPlan{filter: f, relays: relays}
+	np := &netPlan{filter: f, relays: relays, hostfwds: hostfwds}
 	np.files = append(np.files, wire.Op{Op: wire.OpFile, Path: "/etc/hosts", Data: f.Hosts()})
 	if rc := f.ResolvConf(); rc != nil {
 		np.files = append(np.files, wire.Op{Op: wire.OpFile, Path: "/etc/resolv.conf", Data: rc})
@@ -133,6 +150,8 @@ var (
 	guestNet     = netip.MustParsePrefix(guestNetwork)
 	hostLoopback = netip.MustParseAddr("127.0.0.1")
 )
+
+func hostPort(addr string, port int) string { return addr + ":" + strconv.Itoa(port) }
 
 func containsAddr(ps []netip.Prefix, a netip.Addr) bool {
 	for _, p := range ps {
@@ -159,6 +178,25 @@ func netnsAttr(a *syscall.SysProcAttr) {
 		a.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}}
 		a.GidMappingsEnableSetgroups = false
 	}
+}
+
+// forward makes QEMU listen, in its namespace, on the ports the filter
+// forwards from the host, for the guest (after the guest's relays are up).
+func (np *netPlan) forward(v *vm) error {
+	for _, fw := range np.hostfwds {
+		out, err := v.mon.do("human-monitor-command", map[string]string{"command-line": "hostfwd_add n0 " + fw})
+		var msg string
+		if err == nil {
+			json.Unmarshal(out, &msg)
+			if msg = strings.TrimSpace(msg); msg != "" {
+				err = errors.New(msg)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("qemu: forwarding %s into the VM: %w", fw, err)
+		}
+	}
+	return nil
 }
 
 // start sets the filter up around the VM's QEMU while the guest starts; the

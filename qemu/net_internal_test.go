@@ -39,11 +39,20 @@ func TestPlanNetwork(t *testing.T) {
 		"net=ALLOW|tcp|*|8000-8003|OUT",
 		"net=DENY|tcp|127.0.0.1|8001|OUT",
 		"net=ALLOW|udp|localhost|53|OUT",
-		"net=ALLOW|tcp|192.0.2.1|443|OUT"), filterWorks)
+		"net=ALLOW|tcp|192.0.2.1|443|OUT",
+		"net=ALLOW|tcp|127.0.0.1|9000|IN",
+		"net=ALLOW|udp|0.0.0.0|9001|IN"), filterWorks)
 	if err != nil || np == nil {
 		t.Fatalf("%v, %v", np, err)
 	}
-	want := []wire.Relay{{Proto: "tcp", Port: 8000}, {Proto: "tcp", Port: 8002}, {Proto: "tcp", Port: 8003}, {Proto: "udp", Port: 53}}
+	want := []wire.Relay{
+		{Proto: "tcp", From: "127.0.0.1:8000", To: "10.0.3.2:8000"},
+		{Proto: "tcp", From: "127.0.0.1:8002", To: "10.0.3.2:8002"},
+		{Proto: "tcp", From: "127.0.0.1:8003", To: "10.0.3.2:8003"},
+		{Proto: "udp", From: "127.0.0.1:53", To: "10.0.3.2:53"},
+		{Proto: "tcp", From: "10.0.3.15:61000", To: "127.0.0.1:9000"},
+		{Proto: "udp", From: "10.0.3.15:61001", To: "127.0.0.1:9001"},
+	}
 	if len(np.relays) != len(want) {
 		t.Fatalf("relays %v, want %v", np.relays, want)
 	}
@@ -59,8 +68,11 @@ func TestPlanNetwork(t *testing.T) {
 	if strings.Join(paths, " ") != "/etc/hosts /etc/resolv.conf" {
 		t.Errorf("files %v", paths)
 	}
-	if m := np.msg(); m.Addr != guestAddr || m.Gateway != guestGateway || m.Prefix != 24 || len(m.Relays) != 4 {
+	if m := np.msg(); m.Addr != guestAddr || m.Gateway != guestGateway || m.Prefix != 24 || len(m.Relays) != len(want) {
 		t.Errorf("the guest's configuration: %+v", m)
+	}
+	if got := strings.Join(np.hostfwds, " "); got != "tcp:127.0.0.1:9000-10.0.3.15:61000 udp:127.0.0.1:9001-10.0.3.15:61001" {
+		t.Errorf("QEMU's host forwards: %s", got)
 	}
 	// Where the filter cannot work, every ALLOW rule is refused, named.
 	_, err = planNetwork(netPolicy(t, "net=ALLOW|tcp|192.0.2.1|443|OUT"), func() error { return errors.New("no slirp4netns") })
@@ -73,8 +85,7 @@ func TestPlanNetwork(t *testing.T) {
 // refused, each named with its file(line).
 func TestPlanNetworkRefused(t *testing.T) {
 	for _, c := range []struct{ rule, why string }{
-		{"net=ALLOW|tcp|127.0.0.1|8080|IN", "forwarding the host's 127.0.0.1:8080 (tcp) into the VM"},
-		{"net=ALLOW|udp|0.0.0.0|53|IN", "forwarding the host's 127.0.0.1:53 (udp)"},
+		{"net=ALLOW|tcp|127.0.0.1|1-300|IN", "at most 256 can be"},
 		{"net=ALLOW|tcp|10.0.3.0/24|80|OUT", "the guest's own network"},
 		{"net=ALLOW|tcp|10.0.3.2|80|OUT", "the guest's own network"},
 		{"net=ALLOW|tcp|10.0.2.3|53|OUT", "egress network"},

@@ -1,10 +1,12 @@
 package qemu_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"strconv"
 	"strings"
@@ -129,6 +131,23 @@ def down():
 attempt("eth0-down", down)
 print("resolv", json.dumps(open("/etc/resolv.conf").read()))
 print("hosts", json.dumps(open("/etc/hosts").read()))
+# Forwarded from the host: TCP to a listener on 127.0.0.1, UDP to one on 0.0.0.0.
+F, G = int(sys.argv[5]), int(sys.argv[6])
+l = socket.socket()
+l.bind(("127.0.0.1", F))
+l.listen()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.bind(("0.0.0.0", G))
+print("listening")
+sys.stdout.flush()
+l.settimeout(60)
+c, _ = l.accept()
+c.sendall(b"from-guest")
+c.close()
+u.settimeout(60)
+d, a = u.recvfrom(100)
+u.sendto(b"udp-from-guest:" + d, a)
+print("served")
 `
 
 // TestNetFilter: net= rules are enforced outside the guest. One VM (one
@@ -152,12 +171,15 @@ func TestNetFilter(t *testing.T) {
 		pc.Close()
 		_, dnsGot = hostUDP(t, "127.0.0.53:53")
 	}
+	inTCP, inUDP := freePort(t, "tcp4"), freePort(t, "udp4")
 	dir := t.TempDir()
 	pol, _ := writePolicy(t, dir,
 		fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|OUT", allowed),
 		fmt.Sprintf("net=ALLOW|udp|127.0.0.1|%d|OUT", udpOK),
 		"net=ALLOW|tcp|192.0.2.7|80|OUT",
-		"net=ALLOW|tcp|*|40000-40010|IN")
+		"net=ALLOW|tcp|*|40000-40010|IN",
+		fmt.Sprintf("net=ALLOW|tcp|127.0.0.1|%d|IN", inTCP),
+		fmt.Sprintf("net=ALLOW|udp|0.0.0.0|%d|IN", inUDP))
 	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
 	if err != nil {
 		t.Fatal(err)
@@ -165,11 +187,30 @@ func TestNetFilter(t *testing.T) {
 	defer sb.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cmd := sb.Command(ctx, python, "-I", "-c", netProbe, strconv.Itoa(allowed), strconv.Itoa(denied), strconv.Itoa(udpOK), strconv.Itoa(udpDenied))
+	cmd := sb.Command(ctx, python, "-I", "-c", netProbe, strconv.Itoa(allowed), strconv.Itoa(denied), strconv.Itoa(udpOK), strconv.Itoa(udpDenied),
+		strconv.Itoa(inTCP), strconv.Itoa(inUDP))
 	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var inGot []string
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if sc.Text() == "listening" {
+			inGot = forwardedIn(t, inTCP, inUDP)
+		}
+	}
+	if err := cmd.Wait(); err != nil {
 		t.Fatalf("%v: %s\n%s", err, out.String(), errb.String())
+	}
+	if strings.Join(inGot, " ") != "from-guest udp-from-guest:ping" {
+		t.Errorf("from the host's 127.0.0.1 to the forwarded ports: %q", inGot)
 	}
 	t.Logf("%s", out.String())
 	got := map[string]string{}
@@ -238,6 +279,58 @@ func TestNetFilter(t *testing.T) {
 	}
 }
 
+// freePort returns a port free on the host's 127.0.0.1 for network nw.
+func freePort(t *testing.T, nw string) int {
+	t.Helper()
+	if nw == "udp4" {
+		pc, err := net.ListenPacket(nw, "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer pc.Close()
+		return pc.LocalAddr().(*net.UDPAddr).Port
+	}
+	l, err := net.Listen(nw, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// forwardedIn connects from the host's 127.0.0.1 to the forwarded TCP port
+// and sends a datagram to the forwarded UDP port, returning what the program
+// in the guest answered.
+func forwardedIn(t *testing.T, tcpPort, udpPort int) []string {
+	var got []string
+	c, err := net.DialTimeout("tcp4", "127.0.0.1:"+strconv.Itoa(tcpPort), 10*time.Second)
+	if err != nil {
+		t.Errorf("connecting to the forwarded port: %v", err)
+		return nil
+	}
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	b, err := io.ReadAll(c)
+	c.Close()
+	if err != nil {
+		t.Errorf("reading from the forwarded port: %v", err)
+	}
+	got = append(got, string(b))
+	u, err := net.Dial("udp4", "127.0.0.1:"+strconv.Itoa(udpPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	buf := make([]byte, 100)
+	for range 20 {
+		u.Write([]byte("ping"))
+		u.SetReadDeadline(time.Now().Add(time.Second))
+		if n, err := u.Read(buf); err == nil {
+			return append(got, string(buf[:n]))
+		}
+	}
+	return append(got, "no answer")
+}
+
 // TestNetRulesRefused: a net= rule the VM cannot enforce exactly is refused
 // at Prepare, naming the rule and its file(line) and why (fail closed).
 func TestNetRulesRefused(t *testing.T) {
@@ -246,7 +339,6 @@ func TestNetRulesRefused(t *testing.T) {
 		t.Skipf("the network filter cannot work here: %v", err)
 	}
 	for _, c := range []struct{ rule, why string }{
-		{"net=ALLOW|tcp|127.0.0.1|8080|IN", "forwarding the host's 127.0.0.1:8080"},
 		{"net=ALLOW|tcp|10.0.3.0/24|80|OUT", "the guest's own network"},
 		{"net=ALLOW|tcp|10.0.2.2|80|OUT", "egress network"},
 		{"net=ALLOW|tcp|127.0.0.1|1000-2000|OUT", "at most 256 can be"},

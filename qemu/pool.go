@@ -160,6 +160,11 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	if err := v.setup(ctx, sm); err != nil {
 		return fail(err)
 	}
+	if c.net != nil {
+		if err := c.net.forward(v); err != nil {
+			return fail(err)
+		}
+	}
 	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "shares", len(pl.shares))
 	return &vmEntry{v: v, plan: pl}, nil
 }

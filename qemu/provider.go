@@ -162,5 +162,5 @@ func (p *Provider) netDetail() string {
 	}
 	return "network: none without net= rules (no network device); with them, QEMU's user-mode network in a network namespace " +
 		"of its own behind the network filter (hosts, networks, ports, UDP, DNS only to the filter's resolver), the host's " +
-		"127.0.0.1 reached under the guest's 127.0.0.1 through relays of the guest's init; forwarded IN rules are refused"
+		"127.0.0.1 reached under the guest's 127.0.0.1 through relays of the guest's init; IN forwards through QEMU's host forwards"
 }

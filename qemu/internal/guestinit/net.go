@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -79,16 +78,17 @@ func ifAddr(fd int, name string, op uintptr, ip net.IP) error {
 	return nil
 }
 
-// startRelays listens on the guest's 127.0.0.1 on each port of m.Relays and
-// relays what arrives to the same port of the gateway: QEMU makes that a
-// connection to its network namespace's 127.0.0.1, which the host's network
-// filter sends on to the host's 127.0.0.1 when the rules allow the port. The
-// program thus reaches the host's loopback under 127.0.0.1, as under the other
-// providers; the filter outside the VM decides, whatever the guest does.
+// startRelays listens on each relay's From address and relays what arrives
+// to its To. Out: the guest's 127.0.0.1:P to the gateway's P, which QEMU
+// makes a connection to its network namespace's 127.0.0.1, which the host's
+// network filter sends on to the host's 127.0.0.1 when the rules allow the
+// port (the program reaches the host's loopback under 127.0.0.1, as under the
+// other providers; the filter outside the VM decides, whatever the guest
+// does). In: a port of the guest's address that QEMU forwards from the host
+// to the program's 127.0.0.1:P.
 func startRelays(m *wire.NetMsg) error {
 	for _, r := range m.Relays {
-		local := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(r.Port)))
-		remote := net.JoinHostPort(m.Gateway, strconv.Itoa(int(r.Port)))
+		local, remote := r.From, r.To
 		switch r.Proto {
 		case "tcp":
 			l, err := net.Listen("tcp4", local)
