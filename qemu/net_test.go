@@ -8,9 +8,13 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -98,6 +102,8 @@ def udp(host, port, data, wait=False):
         return n
     finally:
         s.close()
+import os
+print("uid", os.getuid())
 attempt("tcp-allowed", lambda: tcp("127.0.0.1", A))
 attempt("tcp-allowed-name", lambda: tcp("localhost", A))
 attempt("tcp-denied-port", lambda: tcp("127.0.0.1", D))
@@ -217,6 +223,12 @@ func TestNetFilter(t *testing.T) {
 	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
 		k, v, _ := strings.Cut(l, " ")
 		got[k] = v
+	}
+	// The program is the host's uid in the guest (root in a root run), with
+	// no capability: it cannot change the guest's routes or interfaces, and
+	// the filter is outside the guest anyway.
+	if want := strconv.Itoa(os.Geteuid()); got["uid"] != want {
+		t.Errorf("the program's uid in the guest: %s, want %s", got["uid"], want)
 	}
 	for label, want := range map[string]string{
 		"tcp-allowed":      "OK hello",
@@ -355,5 +367,86 @@ func TestNetRulesRefused(t *testing.T) {
 		if !strings.Contains(err.Error(), ref) || !strings.Contains(err.Error(), c.rule[len("net="):]) || !strings.Contains(err.Error(), c.why) {
 			t.Errorf("%s: %v; want it named (%s) with %q", c.rule, err, ref, c.why)
 		}
+	}
+}
+
+// envNetUnprivileged marks the run of TestNetFilter as uid 65534.
+const envNetUnprivileged = "PYSANDBOXES_QEMU_NET_UNPRIVILEGED"
+
+// TestNetFilterUnprivileged runs TestNetFilter again as uid 65534: QEMU then
+// runs in a user namespace of its own that owns its network namespace, and
+// the filter is set up through the network filter's helper (this test binary
+// re-executed into those namespaces), slirp4netns joining them itself. The
+// run has a cache of its own (a saved state is made for it); the guest's
+// kernel is copied from this user's cache so as not to extract it again.
+func TestNetFilterUnprivileged(t *testing.T) {
+	if os.Getenv(envNetUnprivileged) != "" || os.Geteuid() != 0 {
+		t.Skip("this is the unprivileged run, or the host is not root: TestNetFilter covers it")
+	}
+	requireQEMU(t)
+	if err := netfilter.Available(context.Background()); err != nil {
+		t.Skipf("the network filter cannot work here: %v", err)
+	}
+	const nobody = 65534
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A short path: Unix socket paths hold 108 bytes.
+	dir, err := os.MkdirTemp("/tmp", "pysb-qnet-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	bin := filepath.Join(dir, "qemu.test")
+	copyFile(t, exe, bin, 0o755)
+	cache := filepath.Join(dir, "cache", "pysandboxes", "qemu")
+	tmp := filepath.Join(dir, "tmp")
+	for _, d := range []string{cache, tmp} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if base, err := os.UserCacheDir(); err == nil {
+		kernels, _ := filepath.Glob(filepath.Join(base, "pysandboxes", "qemu", "vmlinux-*"))
+		for _, k := range kernels {
+			copyFile(t, k, filepath.Join(cache, filepath.Base(k)), 0o644)
+		}
+	}
+	err = filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(p, nobody, nobody)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^TestNetFilter$", "-test.v", "-test.count=1", "-test.timeout=10m")
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "HOME=" + dir, "XDG_CACHE_HOME=" + filepath.Join(dir, "cache"),
+		"TMPDIR=" + tmp, envNetUnprivileged + "=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}, Pdeathsig: syscall.SIGKILL}
+	out, err := cmd.CombinedOutput()
+	switch {
+	case strings.Contains(string(out), "--- SKIP: TestNetFilter"):
+		t.Skipf("as uid %d: %s", nobody, out)
+	case err != nil || !strings.Contains(string(out), "--- PASS: TestNetFilter"):
+		t.Fatalf("as uid %d: %v\n%s", nobody, err, out)
+	}
+	t.Logf("as uid %d:\n%s", nobody, out)
+}
+
+func copyFile(t *testing.T, from, to string, mode os.FileMode) {
+	t.Helper()
+	b, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, b, mode); err != nil {
+		t.Fatal(err)
 	}
 }
