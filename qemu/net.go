@@ -132,7 +132,7 @@ func planNetwork(n *policy.Network, netErr func() error) (*netPlan, error) {
 	}
 	if err := netErr(); err != nil {
 		for _, r := range rules {
-			if r.Action == policy.Allow && r.Dir&policy.Out != 0 {
+			if r.Action == policy.Allow && len(r.Ports) > 0 {
 				errs = append(errs, fmt.Errorf("%s: net rule '%s' cannot be enforced by qemu: the network filter around QEMU cannot work here: %w", r.Ref, r.Raw, err))
 			}
 		}
