@@ -50,6 +50,16 @@ func configureNet(m *wire.NetMsg) error {
 	return nil
 }
 
+// loopbackUp brings lo up (a VM without a network device).
+func loopbackUp() error {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer syscall.Close(fd)
+	return ifUp(fd, "lo")
+}
+
 func putSockaddr(b []byte, ip net.IP) {
 	*(*uint16)(unsafe.Pointer(&b[0])) = syscall.AF_INET
 	copy(b[4:8], ip)
