@@ -259,7 +259,7 @@ func TestNetFilter(t *testing.T) {
 		"tcp-filter-gateway":       "ECONNREFUSED",
 		"tcp-other-address":        "ECONNREFUSED",
 		"tcp-rule-host-other-port": "ECONNREFUSED",
-		"dns-qemu-resolver": "TimeoutError",
+		"dns-qemu-resolver":        "TimeoutError",
 		// No IPv6 in the guest's network.
 		"tcp6-other":  "ENETUNREACH",
 		"udp-allowed": "OK pong",
