@@ -119,6 +119,16 @@ attempt("udp-denied-port", lambda: udp("127.0.0.1", V, b"SECRET-loopback"))
 attempt("udp-gateway-denied-port", lambda: udp("10.0.3.2", V, b"SECRET-gateway"))
 attempt("udp-filter-gateway", lambda: udp("10.0.2.2", V, b"SECRET-filtergw"))
 attempt("dns-other-resolver", lambda: udp("127.0.0.53", 53, b"SECRET-dns"))
+def broadcast():
+    # QEMU maps the broadcast address to its namespace's loopback, as it
+    # maps the gateway: only the allowed ports go on to the host's.
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    try:
+        return s.sendto(b"SECRET-broadcast", ("255.255.255.255", V))
+    finally:
+        s.close()
+attempt("udp-broadcast-denied-port", broadcast)
 def query(name):
     q = struct.pack(">HHHHHH", 0x1234, 0x0100, 1, 0, 0, 0)
     for part in name.split("."):
@@ -275,7 +285,7 @@ func TestNetFilter(t *testing.T) {
 	}
 	// A datagram the filter drops leaves the guest's send successful (the
 	// guest has no filter): what matters is that nothing arrives.
-	for _, label := range []string{"udp-denied-port", "udp-gateway-denied-port", "udp-filter-gateway", "dns-other-resolver"} {
+	for _, label := range []string{"udp-denied-port", "udp-gateway-denied-port", "udp-filter-gateway", "dns-other-resolver", "udp-broadcast-denied-port"} {
 		if !strings.HasPrefix(got[label], "OK ") {
 			t.Errorf("%s: %q, want the send to succeed in the guest", label, got[label])
 		}
