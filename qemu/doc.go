@@ -32,9 +32,28 @@
 // VM. A sandbox keeps one VM while programs run in it (the workers of Call and
 // the eval zygote included); the VM stops with its last program.
 //
-// Network: none (no network device) without a net= rule. net= rules are
-// refused (fail closed, naming the rule) until they can be enforced outside
-// the guest.
+// Network: none (no network device) without a net= rule that lets traffic
+// leave. With such rules, QEMU runs in a network namespace of its own (and,
+// without root, a user namespace of its own that owns it) behind the network
+// filter of the namespace providers (internal/netfilter: an nftables table
+// built from the rules, slirp4netns as the only way out), set up before the
+// guest's network is configured. The guest's network is QEMU's user-mode
+// network (libslirp in QEMU, 10.0.3.0/24, IPv6 off): every connection and
+// datagram of the guest is a socket of the QEMU process, which the filter
+// judges by its real destination, outside the guest, so that nothing done in
+// the guest (as root or not) can widen it. The guest's /etc/hosts and
+// /etc/resolv.conf are the filter's (DNS goes to the filter's resolver,
+// 10.0.2.3, through QEMU); the ports of 127.0.0.1 that OUT rules allow are
+// relayed by the guest's init from the guest's 127.0.0.1 to QEMU's gateway,
+// which QEMU maps to its namespace's 127.0.0.1 and the filter to the host's.
+// IN rules that forward the host's ports do so in three steps: the filter
+// from the host's 127.0.0.1 to QEMU's namespace, QEMU's host forwards (added
+// over QMP) to the guest, the init's relays to the program's 127.0.0.1. A rule
+// the VM cannot enforce exactly is refused, naming it: what the filter
+// refuses, an address of the guest's own network, more than 256 ports of the
+// host's loopback. A refused UDP datagram is dropped outside the guest (the
+// guest's send succeeds); listening in the guest is not refused (nothing
+// outside reaches it but the forwarded ports).
 //
 // Accelerator: KVM only when a guest really boots with it; TCG otherwise
 // (`pysandboxes probe` says which and why). Fast start: the VM state saved

@@ -76,7 +76,7 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 	if prm.kvm == "on" && h.accel != "kvm" {
 		return nil, fmt.Errorf("qemu.kvm=on: KVM does not work here: %s", h.accelWhy)
 	}
-	np, err := planNetwork(pol.Network())
+	np, err := planNetwork(pol.Network(), func() error { return p.netAvailable(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -96,8 +96,12 @@ func (c *compiled) accel() string {
 
 // machine returns the machine of the sandbox's VMs.
 func (c *compiled) machine() *machine {
-	return &machine{QEMU: c.h.qemu, Kernel: c.h.vmlinux, Initrd: c.h.initrd, Memory: c.params.memory, CPUs: c.params.cpus,
+	m := &machine{QEMU: c.h.qemu, Kernel: c.h.vmlinux, Initrd: c.h.initrd, Memory: c.params.memory, CPUs: c.params.cpus,
 		Accel: c.accel(), Net: c.net != nil, Cmdline: bootArgs}
+	if m.Net {
+		m.Netdev = guestNetdev
+	}
+	return m
 }
 
 // Prepare makes the launch of one program: a placeholder process on the host

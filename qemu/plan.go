@@ -65,8 +65,9 @@ var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // makePlan builds the plan of a VM: the exposed directories (each a share),
 // what the programs need (directories as read-only shares, files through a
 // read-only mirror in the cache), the links on the way, masks for ignored
-// paths present in the exposed directories, and /etc/hosts.
-func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignores []policy.Ignore, ns []needs.Need, hosts []byte) (*plan, error) {
+// paths present in the exposed directories, and the network's files
+// (/etc/hosts, /etc/resolv.conf) unless an exposed directory brings them.
+func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignores []policy.Ignore, ns []needs.Need, netFiles []wire.Op) (*plan, error) {
 	p := &plan{files: map[string]bool{}}
 	var ops []wire.Op
 	// Exposes, parents first.
@@ -146,8 +147,10 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	}
 	// Symbolic links first: a share or a file may lie beyond one.
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op == wire.OpSymlink && ops[j].Op != wire.OpSymlink })
-	if hosts != nil && !p.under("/etc/hosts") {
-		ops = append(ops, wire.Op{Op: wire.OpFile, Path: "/etc/hosts", Data: hosts})
+	for _, f := range netFiles {
+		if !p.under(f.Path) {
+			ops = append(ops, f)
+		}
 	}
 	// ignore=: what the exposed directories hold now under an ignored name.
 	masks, err := ignoredPaths(ctx, exposes, ignores)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/needs"
@@ -102,19 +103,15 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	if in, err := c.interpreterNeeds(ctx); err == nil {
 		all = append(append([]needs.Need(nil), ns...), in...)
 	}
-	var hosts []byte
+	var netFiles []wire.Op
 	if c.net != nil {
-		hosts = c.net.hosts
+		netFiles = c.net.files
 	}
-	pl, err := makePlan(ctx, c.h.cache, c.exposes, c.ignores, all, hosts)
+	pl, err := makePlan(ctx, c.h.cache, c.exposes, c.ignores, all, netFiles)
 	if err != nil {
 		return nil, err
 	}
 	m := c.machine()
-	netdev := ""
-	if c.net != nil {
-		netdev = c.net.netdev
-	}
 	var state *os.File
 	if c.params.snapshot {
 		state, err = c.state(ctx, m, logger)
@@ -123,7 +120,12 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		}
 	}
 	start := time.Now()
-	v, err := startVM(m.QEMU, m.args(pl.shares, c.h.empty, state != nil, netdev), state, nil)
+	var opts []func(*syscall.SysProcAttr)
+	if c.net != nil {
+		// QEMU in a network namespace of its own, behind the filter.
+		opts = append(opts, netnsAttr)
+	}
+	v, err := startVM(m.QEMU, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
 	if state != nil {
 		state.Close()
 	}
@@ -135,6 +137,10 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		v.wait()
 		return nil, err
 	}
+	var filterDone <-chan error
+	if c.net != nil {
+		filterDone = c.net.start(ctx, v)
+	}
 	if state != nil {
 		if err := v.handshake(ctx); err != nil {
 			return fail(err)
@@ -144,10 +150,20 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	}
 	sm := &wire.SetupMsg{Time: time.Now().UnixNano(), Seed: seed(), Ops: pl.ops}
 	if c.net != nil {
-		sm.Net = &wire.NetMsg{Addr: guestAddr, Prefix: 24, Gateway: guestGateway}
+		// The filter is in place before the guest's network is configured
+		// (until then the guest sends nothing): fail closed.
+		if err := <-filterDone; err != nil {
+			return fail(err)
+		}
+		sm.Net = c.net.msg()
 	}
 	if err := v.setup(ctx, sm); err != nil {
 		return fail(err)
+	}
+	if c.net != nil {
+		if err := c.net.forward(v); err != nil {
+			return fail(err)
+		}
 	}
 	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "shares", len(pl.shares))
 	return &vmEntry{v: v, plan: pl}, nil

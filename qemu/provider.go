@@ -11,6 +11,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 )
 
 func init() {
@@ -29,6 +30,16 @@ type Provider struct {
 	// interps caches the Python interpreters' directories.
 	interps needs.Interpreters
 	states  sync.Mutex // serializes the making of saved states
+	// netOnce and netErr: whether the network filter works here.
+	netOnce sync.Once
+	netErr  error
+}
+
+// netAvailable says whether the network filter around QEMU works here (nil
+// when it does), checked once.
+func (p *Provider) netAvailable(ctx context.Context) error {
+	p.netOnce.Do(func() { p.netErr = netfilter.Available(ctx) })
+	return p.netErr
 }
 
 // hostState is what the probe found.
@@ -102,20 +113,27 @@ func (p *Provider) Name() string { return Name }
 func (p *Provider) Probe(context.Context) error { return p.host().err }
 
 // Capabilities is what the VM enforces (see the package documentation).
-// The network is all or nothing: a VM without a network device has no
-// traffic at all, which is what a policy without net= rules needs (tcp-ports,
-// udp-deny, raw-sockets); net= rules themselves are refused by Compile, so
-// net-hosts and udp are not claimed. ignore= masks what is there when the VM
-// starts, not what the host adds later: hide is not claimed.
+// Without net= rules the VM has no network device: no traffic at all, which
+// is what a policy without rules needs (tcp-ports, udp-deny, raw-sockets).
+// With them, QEMU's user-mode network runs in a network namespace of its own
+// behind the network filter (internal/netfilter), which judges every
+// connection and datagram of the guest by host, network, port and protocol
+// outside the guest: net-hosts and udp are claimed when the filter works here.
+// ignore= masks what is there when the VM starts, not what the host adds
+// later: hide is not claimed.
 func (p *Provider) Capabilities() driver.Capability {
 	if p.host().err != nil {
 		return 0
 	}
-	return driver.CapEnv | driver.CapFilesRead | driver.CapFilesWrite | driver.CapFilesMeta |
+	c := driver.CapEnv | driver.CapFilesRead | driver.CapFilesWrite | driver.CapFilesMeta |
 		driver.CapUnixSockets | driver.CapTCPPorts | driver.CapUDPDeny |
 		driver.CapRawSockets | driver.CapSignals | driver.CapResourceLimits |
 		driver.CapProcessIsolation | driver.CapUnprivileged | driver.CapNoPrivileges |
 		driver.CapIdentity
+	if p.netAvailable(context.Background()) == nil {
+		c |= driver.CapNetHosts | driver.CapUDP
+	}
+	return c
 }
 
 // Details describes the provider on this host, for `pysandboxes probe`.
@@ -133,6 +151,16 @@ func (p *Provider) Details() []string {
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
 		"the program: in a pid, mount, IPC and UTS namespace of the guest, as the shares' owner with no capability " +
 			"(empty bounding set, SECBIT_NOROOT locked, no_new_privs), resource limits applied in the guest",
-		"network: none (the VM has no network device); net= rules are refused",
+		p.netDetail(),
 	}
+}
+
+// netDetail describes the network, for Details.
+func (p *Provider) netDetail() string {
+	if err := p.netAvailable(context.Background()); err != nil {
+		return "network: none without net= rules (no network device); net= rules are refused: the network filter cannot work here: " + err.Error()
+	}
+	return "network: none without net= rules (no network device); with them, QEMU's user-mode network in a network namespace " +
+		"of its own behind the network filter (hosts, networks, ports, UDP, DNS only to the filter's resolver), the host's " +
+		"127.0.0.1 reached under the guest's 127.0.0.1 through relays of the guest's init; IN forwards through QEMU's host forwards"
 }

@@ -39,8 +39,10 @@ func saveState(ctx context.Context, m *machine, empty, path string) error {
 	}
 	defer os.Remove(tmp.Name())
 	defer tmp.Close()
-	netdev := "user,id=n0,restrict=on"
-	v, err := startVM(m.QEMU, m.args(nil, empty, false, netdev), nil, nil)
+	// A machine with a network device is saved with it (and its netdev, which
+	// the key holds), outside any network namespace: the guest's network is
+	// not configured before the state is taken, so nothing is sent.
+	v, err := startVM(m.QEMU, m.args(nil, empty, false, m.Netdev), nil, nil)
 	if err != nil {
 		return err
 	}

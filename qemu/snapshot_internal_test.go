@@ -42,6 +42,13 @@ func TestStateKey(t *testing.T) {
 	m = base
 	m.Net = true
 	changed["network device"] = m
+	m.Netdev = guestNetdev
+	changed["network device and its netdev"] = m
+	other := m
+	other.Netdev = "user,id=n0,restrict=on"
+	if key(other) == key(m) {
+		t.Error("a change of the netdev keeps the key")
+	}
 	for what, m := range changed {
 		if key(m) == k0 {
 			t.Errorf("a change of the %s keeps the key", what)

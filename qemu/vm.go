@@ -33,6 +33,7 @@ type machine struct {
 	CPUs    int    `json:"cpus"`
 	Accel   string `json:"accel"`
 	Net     bool   `json:"net"`
+	Netdev  string `json:"netdev,omitempty"` // QEMU's -netdev when Net
 	Cmdline string `json:"append"`
 }
 
@@ -110,12 +111,14 @@ type vm struct {
 	hello   chan byte
 	dead    chan struct{} // QEMU exited
 	deadErr error
+	exited  bool
+	atExit  []func() // run once QEMU exited
 	readErr error
 }
 
 // startVM starts QEMU with args; state, when not nil, is the saved state to
-// restore.
-func startVM(qemuBin string, args []string, state *os.File, extra []*os.File) (*vm, error) {
+// restore. opts adjust QEMU's process attributes (its namespaces).
+func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
 	pair := func() (*os.File, *os.File, error) {
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -161,6 +164,9 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File) (*
 	errBuf := &ring{max: 16 << 10}
 	cmd.Stdout, cmd.Stderr = errBuf, errBuf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	for _, o := range opts {
+		o(cmd.SysProcAttr)
+	}
 	if err := cmd.Start(); err != nil {
 		closeAll()
 		ctl.Close()
@@ -181,10 +187,16 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File) (*
 		err := cmd.Wait()
 		v.mu.Lock()
 		v.deadErr = fmt.Errorf("qemu exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+		v.exited = true
+		fns := v.atExit
+		v.atExit = nil
 		v.mu.Unlock()
 		close(v.dead)
 		v.ctl.Close()
 		v.mon.close()
+		for _, f := range fns {
+			f()
+		}
 	}()
 	go v.read()
 	return v, nil
@@ -196,6 +208,18 @@ func (v *vm) kill() {
 		syscall.Kill(-v.cmd.Process.Pid, syscall.SIGKILL)
 		v.cmd.Process.Kill()
 	}
+}
+
+// onExit runs f once QEMU has exited (now if it has).
+func (v *vm) onExit(f func()) {
+	v.mu.Lock()
+	if !v.exited {
+		v.atExit = append(v.atExit, f)
+		v.mu.Unlock()
+		return
+	}
+	v.mu.Unlock()
+	f()
 }
 
 // wait waits for QEMU's end.

@@ -107,6 +107,10 @@ var exceptions = []Exception{
 	{Provider: "qemu", Attack: "unshare", Allows: Blocked,
 		Reason: "the guest's init chroots the program into its view of the files, and the kernel refuses a new user namespace " +
 			"to a chrooted process (EPERM); seccomp is not declared because no system call is filtered (io-uring)"},
+	{Provider: "qemu", Attack: "tcp-listen", Allows: GotThrough,
+		Reason: "the program listens on the guest's own network, which nothing outside the VM reaches: QEMU forwards into the VM " +
+			"only the ports that net= IN rules forward (none here); the guest's kernel has no Landlock TCP rules to refuse the " +
+			"bind itself"},
 	{Provider: "qemu", Attack: "lease-exposed", Allows: GotThrough,
 		Reason: "the lease is taken by the guest's kernel on its own 9p inode of the file: 9p carries no lease to the host, " +
 			"whose writers of the file are never held (the program holds no identity of the host)"},

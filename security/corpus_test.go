@@ -126,8 +126,10 @@ func runProvider(ctx context.Context, t *testing.T, p pysandboxes.Provider, mu *
 // hostUIDMatters are the capabilities whose attacks the qemu provider runs
 // again as an unprivileged user: those where the host's uid that QEMU runs as
 // (the owner of what the shares write, the identity of the VM's process)
-// takes part.
-const hostUIDMatters = pysandboxes.CapIdentity | pysandboxes.CapFilesWrite | pysandboxes.CapNoPrivileges
+// takes part, and the network's (without root, QEMU runs in a user namespace
+// of its own, and the network filter around it is set up through its helper).
+const hostUIDMatters = pysandboxes.CapIdentity | pysandboxes.CapFilesWrite | pysandboxes.CapNoPrivileges |
+	pysandboxes.CapTCPPorts | pysandboxes.CapNetHosts | pysandboxes.CapUDP | pysandboxes.CapUDPDeny
 
 // vmSameAsRoot says why an attack is not run again on the qemu provider in the
 // unprivileged run ("" when it is): each attack costs a VM start, and inside
@@ -138,7 +140,7 @@ func vmSameAsRoot(p pysandboxes.Provider, a *security.Attack) string {
 		return ""
 	}
 	return "qemu, unprivileged run: the guest is the same VM whatever the host's uid (the root run covers this attack); " +
-		"only the attacks where QEMU's own uid takes part (identity, files-write, no-privileges, read-outside) run again, " +
+		"only the attacks where QEMU's own uid takes part (identity, files-write, no-privileges, read-outside, the network's) run again, " +
 		"each run costing a VM start"
 }
 

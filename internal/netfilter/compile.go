@@ -78,6 +78,7 @@ type Filter struct {
 	dns      [2]bool // the resolver is allowed, per protocol (TCP, UDP)
 	dnsDeny  [2]*policy.NetRule
 	forwards []Forward
+	loops    [2][]policy.PortRange // the host-loopback ports of OUT rules, per protocol
 	rs       ruleset
 	warnings []string
 }
@@ -160,6 +161,7 @@ func Compile(n *policy.Network) (*Filter, error) {
 		total += fwd[pi].count()
 		if !hostLoop[pi].empty() {
 			f.hostLoop = true
+			f.loops[pi] = hostLoop[pi].ranges()
 		}
 	}
 	if total > MaxForwards {
@@ -445,6 +447,20 @@ func (f *Filter) Egress() bool { return f.egress }
 // (ALLOW IN rules on 127.0.0.1, localhost, 127.0.0.0/8 or 0.0.0.0), in protocol
 // then port order.
 func (f *Filter) Forwards() []Forward { return slices.Clone(f.forwards) }
+
+// HostLoopback returns the ports of 127.0.0.1 that OUT rules let reach the
+// host's loopback for protocol p (policy.TCP or policy.UDP), DENY rules' ports
+// taken out, in order; nil when none. In the sandbox, 127.0.0.1 on these ports
+// is redirected to the egress gateway, which the egress stack maps to the host's
+// 127.0.0.1.
+func (f *Filter) HostLoopback(p policy.Proto) []policy.PortRange {
+	for pi, q := range protos {
+		if q == p {
+			return slices.Clone(f.loops[pi])
+		}
+	}
+	return nil
+}
 
 // Warnings returns what the filter enforces differently from the letter of a rule
 // without weakening it (addresses of a rule that the sandbox cannot reach while

@@ -162,3 +162,38 @@ func TestCompileNilNetwork(t *testing.T) {
 		t.Fatalf("Compile(nil) = %v, %v", f, err)
 	}
 }
+
+// TestHostLoopback: the ports of the host's 127.0.0.1 that OUT rules let
+// through, per protocol, the DENY rules' ports taken out; none without such a
+// rule.
+func TestHostLoopback(t *testing.T) {
+	n, err := loadRules(t,
+		"net=ALLOW|tcp|*|8000-8005|OUT",
+		"net=DENY|tcp|127.0.0.0/8|8002-8003|OUT",
+		"net=ALLOW|udp|localhost|53|OUT",
+		"net=ALLOW|tcp|srv.test|443|OUT",
+		"net=ALLOW|tcp|127.0.0.1|9000|IN")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Compile(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]policy.PortRange{{Lo: 8000, Hi: 8001}, {Lo: 8004, Hi: 8005}}, f.HostLoopback(policy.TCP)); diff != "" {
+		t.Errorf("TCP (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]policy.PortRange{{Lo: 53, Hi: 53}}, f.HostLoopback(policy.UDP)); diff != "" {
+		t.Errorf("UDP (-want +got):\n%s", diff)
+	}
+	n, err = loadRules(t, "net=ALLOW|tcp|srv.test|443|OUT")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f, err = Compile(n); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.HostLoopback(policy.TCP); got != nil {
+		t.Errorf("without a loopback rule: %v", got)
+	}
+}

@@ -1,6 +1,9 @@
 // Package netfilter is the network filter of the namespace providers (unshare,
 // bwrap, firejail): it turns a policy's net= rules into what the kernel enforces
-// in the sandbox's own network namespace.
+// in the sandbox's own network namespace. The qemu provider sets it up in the
+// network namespace of the QEMU process, whose user-mode network makes every
+// connection of the guest a socket there (HostLoopback tells it which ports of
+// 127.0.0.1 to relay in the guest).
 //
 // With no rule that lets traffic leave, the sandbox's namespace has its loopback
 // interface only (lo, up): nothing can leave, and 127.0.0.1 is the sandbox's own.

@@ -124,8 +124,17 @@ func (g *guest) doSetup(m *wire.SetupMsg) error {
 	if err := buildRoot(m.Ops); err != nil {
 		return err
 	}
-	if m.Net != nil {
+	if m.Net == nil {
+		// No network device: the loopback only, the guest's own, as the
+		// namespace providers give a sandbox without rules.
+		if err := loopbackUp(); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+	} else {
 		if err := configureNet(m.Net); err != nil {
+			return fmt.Errorf("network: %w", err)
+		}
+		if err := startRelays(m.Net); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
 	}

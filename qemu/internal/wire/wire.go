@@ -237,6 +237,19 @@ type NetMsg struct {
 	Addr    string `json:"addr"`
 	Prefix  int    `json:"prefix"`
 	Gateway string `json:"gw"`
+	// Relays are what the init relays: the ports of the guest's 127.0.0.1
+	// to the same port of the gateway (which leads to the host's 127.0.0.1
+	// when the rules allow it), and the ports QEMU forwards into the guest to
+	// the program's 127.0.0.1.
+	Relays []Relay `json:"relays,omitempty"`
+}
+
+// Relay is one relay of the guest's init: what arrives on From goes to To
+// (both IPv4 "address:port").
+type Relay struct {
+	Proto string `json:"proto"` // "tcp" or "udp"
+	From  string `json:"from"`
+	To    string `json:"to"`
 }
 
 // Stream kinds of a program's descriptor.
