@@ -342,6 +342,12 @@ def _zygote(z, st):
     z.failures = 0
     z.zombies = []    # children whose end is polled (no pidfd)
     z.lim = None      # the limits of the last evaluation
+    # One processor (a VM with one vCPU): the relay that reads the channel
+    # runs only when the zygote lets it (see _release).
+    try:
+        z.one_cpu = len(posix.sched_getaffinity(0)) == 1
+    except (AttributeError, OSError):
+        z.one_cpu = False
     err = _spawn(z, st)
     if err is not None:
         # Forking does not work here: the host serves evaluations with fresh
@@ -638,15 +644,17 @@ def _frame(z, st, c, kind, p):
 
 
 def _release(z, c):
-    """End the process whose answer was just relayed. The answer is first
-    given a chance to leave: yielding lets the relay that reads the channel
-    (QEMU's guest init, on a guest with one CPU) send it before the process's
-    exit and the next fork take the processor; both are off the critical path
-    of the answer then."""
-    try:
-        posix.sched_yield()
-    except (AttributeError, OSError):
-        pass
+    """End the process whose answer was just relayed. On one processor, the
+    answer is first given a chance to leave: yielding lets the relay that
+    reads the channel (QEMU's guest init, on a guest with one vCPU) send it
+    before the process's exit and the next fork take the processor; both are
+    off the critical path of the answer then. (With more processors the relay
+    runs elsewhere.)"""
+    if z.one_cpu:
+        try:
+            posix.sched_yield()
+        except OSError:
+            pass
     if c.req >= 0:
         posix.close(c.req)
         c.req = -1
