@@ -100,7 +100,7 @@ class _Z:
 
 class _Child:
     __slots__ = ('pid', 'req', 'rep', 'pidfd', 'buf', 'ready', 'eid', 'deadline', 'reason', 'replied',
-                 'out', 'outmax', 'cpu', 'eof', 'status', 'usage', 'fatal', 'mem', 'lim')
+                 'out', 'outmax', 'cpu', 'eof', 'status', 'usage', 'fatal', 'mem', 'lim', 'timeout')
 
     def __init__(self, pid, req, rep):
         self.pid = pid
@@ -122,6 +122,7 @@ class _Child:
         self.fatal = ''
         self.mem = 0
         self.lim = None  # the (cpu, memory) limits set on it
+        self.timeout = 0  # ms, counted once it has taken its evaluation
 
 
 class _MemFinder:
@@ -525,7 +526,10 @@ def _dispatch(z, st):
         except OSError as e:
             c.fatal = 'the evaluation could not be handed to its process: %s' % (e,)
             _kill(c, 'failed')
-        if timeout:
+        # The timeout counts from the moment the process takes the evaluation:
+        # now if it is ready, else when it has cut its warm-up short.
+        c.timeout = timeout
+        if timeout and c.ready:
             c.deadline = z.monotonic() + timeout / 1000.0
         # c.req stays open until the answer is relayed (_release): the
         # process waits for its end there, so that its exit does not run
@@ -614,6 +618,8 @@ def _frame(z, st, c, kind, p):
         z.failures = 0
         if c.eid == 0:
             _dispatch(z, st)
+        elif c.timeout:
+            c.deadline = z.monotonic() + c.timeout / 1000.0
         return
     if c.eid == 0:
         if kind == K_FATAL:
