@@ -68,7 +68,7 @@ func evalBench(ctx context.Context, python string, n int) error {
 		}
 		// Warm: a pause before each evaluation lets the zygote have a process
 		// forked and warmed up.
-		lat, _, err := timeRuns(n, 1, 50*time.Millisecond, eval(sb))
+		lat, _, err := timeRuns(n, 1, readyPause(p.Name()), eval(sb))
 		if err != nil {
 			sb.Close()
 			return fmt.Errorf("%s: %w", p.Name(), err)
@@ -104,6 +104,16 @@ func evalBench(ctx context.Context, python string, n int) error {
 	}
 	row(python+" -c, no sandbox", 1, base, 0)
 	return nil
+}
+
+// readyPause is the pause before each evaluation of the "warm zygote (process
+// ready)" rows: longer than the preparation of the zygote's next process (a
+// fork and a warm-up: a few milliseconds natively, tens under QEMU's TCG).
+func readyPause(provider string) time.Duration {
+	if provider == "qemu" {
+		return 200 * time.Millisecond
+	}
+	return 50 * time.Millisecond
 }
 
 // timeRuns runs f n times from callers goroutines after 10 warm-up calls, each

@@ -97,7 +97,7 @@ func qemuBench(ctx context.Context, python string, n int) error {
 		}
 		row(c.name, lat)
 	}
-	timed := func(name string, f func() error) error {
+	timed := func(name string, pause time.Duration, f func() error) error {
 		for range 20 { // warm-up: the worker or the zygote starts
 			if err := f(); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -105,6 +105,7 @@ func qemuBench(ctx context.Context, python string, n int) error {
 		}
 		var lat []time.Duration
 		for range 40 * n {
+			time.Sleep(pause)
 			t0 := time.Now()
 			if err := f(); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
@@ -114,17 +115,26 @@ func qemuBench(ctx context.Context, python string, n int) error {
 		row(name, lat)
 		return nil
 	}
-	if err := timed("warm VM, Call (platform:release)", func() error {
+	if err := timed("warm VM, Call (platform:release)", 0, func() error {
 		_, err := sb.Call(ctx, "platform:release")
 		return err
 	}); err != nil {
 		return err
 	}
-	return timed("warm VM, Eval (2+3*4)", func() error {
+	eval := func() error {
 		v, err := sb.Eval(ctx, "2+3*4", nil)
 		if err == nil && v != int64(14) {
 			err = fmt.Errorf("2+3*4 = %v", v)
 		}
 		return err
-	})
+	}
+	// The rows of -eval: an evaluation that finds a process of the zygote
+	// ready (a caller at the pace of a person or of a model's tool calls, the
+	// evaluations spaced out by more than the preparation of the next
+	// process), and evaluations back to back, each waiting for the next
+	// process to be forked and warmed up.
+	if err := timed(fmt.Sprintf("warm VM, Eval (2+3*4), warm zygote (process ready; %v apart)", readyPause("qemu")), readyPause("qemu"), eval); err != nil {
+		return err
+	}
+	return timed("warm VM, Eval (2+3*4), back to back, pool 1", 0, eval)
 }

@@ -433,6 +433,54 @@ func TestZygoteNoProcessLeftAfterClose(t *testing.T) {
 	}
 }
 
+// TestZygoteProcessEndsAfterItsAnswer: an evaluation's process waits, once it
+// has answered, until the zygote has relayed the answer, then ends; it ends
+// even when the evaluated code replaced the descriptor it waits on (a pipe
+// it holds open itself), and the next evaluation runs in a fresh process.
+func TestZygoteProcessEndsAfterItsAnswer(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true, Pool: 1})
+	src := `import os
+r, w = os.pipe()
+swapped = []
+for fd in range(3, 256):
+    if fd in (r, w):
+        continue
+    try:
+        os.read(fd, 0)  # a read end: the pipe from the zygote
+    except OSError:
+        continue
+    os.dup2(r, fd)
+    swapped.append(fd)
+pid = os.getpid()
+`
+	r := tz.eval(t, EvalRequest{Exec: true, Source: src})
+	if r.Result == nil {
+		t.Fatalf("no result: %+v %+v", r.Exception, r.Ended)
+	}
+	v, err := transport.Unpickle(r.Result, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := v.(transport.Dict).StringMap()
+	pid, _ := d["pid"].(int64)
+	if sw, _ := d["swapped"].([]any); pid == 0 || len(sw) == 0 {
+		t.Fatalf("the evaluation did not replace the descriptor it waits on: %v", d)
+	}
+	gone := false
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if !proctest.Alive(int(pid)) {
+			gone = true
+			break
+		}
+	}
+	if !gone {
+		t.Errorf("the process of an answered evaluation (pid %d) is still there", pid)
+	}
+	if p2 := tz.value(t, "__import__('os').getpid()"); p2 == pid {
+		t.Errorf("the next evaluation ran in the same process %d", pid)
+	}
+}
+
 // TestZygoteHandlerRefusesWhatBreaksTheProtocol: frames out of protocol are
 // errors (the session then kills the zygote).
 func TestZygoteHandlerRefusesWhatBreaksTheProtocol(t *testing.T) {

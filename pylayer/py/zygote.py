@@ -11,10 +11,14 @@
 # evaluation touches are then already its own: on this kind of machine a page
 # copied on write costs tens of microseconds), says it is ready and waits for
 # its one evaluation. The zygote keeps `pool` such processes ready, hands each
-# request to one, applies the evaluation's hard limits to it before it starts
+# request to one (to one still warming up when none is ready: it cuts its
+# warm-up short), applies the evaluation's hard limits to it before it starts
 # (RLIMIT_CPU, RLIMIT_AS), relays its frames to the host, kills it when the
 # wall-clock timeout passes, when its output grows past the limit or when the
-# host cancels, and reaps it.
+# host cancels, and reaps it. A process that has answered waits until the
+# zygote has relayed its answer and ends it: its exit (and the next fork) come
+# after the answer has left, not before (on a VM with one CPU, they would
+# delay it by milliseconds).
 #
 # Single mode (single=1: the host could not use forking): the process serves one
 # evaluation itself (limits, then the guard armed, then the evaluation) and
@@ -96,7 +100,7 @@ class _Z:
 
 class _Child:
     __slots__ = ('pid', 'req', 'rep', 'pidfd', 'buf', 'ready', 'eid', 'deadline', 'reason', 'replied',
-                 'out', 'outmax', 'cpu', 'eof', 'status', 'usage', 'fatal', 'mem', 'lim')
+                 'out', 'outmax', 'cpu', 'eof', 'status', 'usage', 'fatal', 'mem', 'lim', 'timeout')
 
     def __init__(self, pid, req, rep):
         self.pid = pid
@@ -118,6 +122,7 @@ class _Child:
         self.fatal = ''
         self.mem = 0
         self.lim = None  # the (cpu, memory) limits set on it
+        self.timeout = 0  # ms, counted once it has taken its evaluation
 
 
 class _MemFinder:
@@ -338,6 +343,12 @@ def _zygote(z, st):
     z.failures = 0
     z.zombies = []    # children whose end is polled (no pidfd)
     z.lim = None      # the limits of the last evaluation
+    # One processor (a VM with one vCPU): the relay that reads the channel
+    # runs only when the zygote lets it (see _release).
+    try:
+        z.one_cpu = len(posix.sched_getaffinity(0)) == 1
+    except (AttributeError, OSError):
+        z.one_cpu = False
     err = _spawn(z, st)
     if err is not None:
         # Forking does not work here: the host serves evaluations with fresh
@@ -476,11 +487,17 @@ def _host(z, st, kind, p):
 
 def _dispatch(z, st):
     while z.queue:
+        # A process ready, else one still warming up: it stops its warm-up
+        # when it sees the request (each warm-up step only moves page faults
+        # before a request: with one waiting, it would only delay it).
         c = None
         for x in z.children:
-            if x.ready and x.eid == 0 and x.status is None and not x.eof:
-                c = x
-                break
+            if x.eid == 0 and x.status is None and not x.eof and x.reason is None:
+                if x.ready:
+                    c = x
+                    break
+                if c is None:
+                    c = x
         if c is None:
             return
         p = z.queue[0]
@@ -509,10 +526,14 @@ def _dispatch(z, st):
         except OSError as e:
             c.fatal = 'the evaluation could not be handed to its process: %s' % (e,)
             _kill(c, 'failed')
-        if timeout:
+        # The timeout counts from the moment the process takes the evaluation:
+        # now if it is ready, else when it has cut its warm-up short.
+        c.timeout = timeout
+        if timeout and c.ready:
             c.deadline = z.monotonic() + timeout / 1000.0
-        posix.close(c.req)
-        c.req = -1
+        # c.req stays open until the answer is relayed (_release): the
+        # process waits for its end there, so that its exit does not run
+        # before the answer has left.
 
 
 def _kill(c, reason):
@@ -591,12 +612,17 @@ def _frame(z, st, c, kind, p):
     if kind == K_HELLO or kind == K_DENIAL:
         _send_frame(st, kind, p)
         return
-    if c.eid == 0:
-        if kind == K_SPARE and not c.ready:
-            c.ready = True
-            z.failures = 0
+    if kind == K_SPARE and not c.ready:
+        # Warmed up, or its warm-up cut short by a request handed to it.
+        c.ready = True
+        z.failures = 0
+        if c.eid == 0:
             _dispatch(z, st)
-        elif kind == K_FATAL:
+        elif c.timeout:
+            c.deadline = z.monotonic() + c.timeout / 1000.0
+        return
+    if c.eid == 0:
+        if kind == K_FATAL:
             c.fatal = p.decode('utf-8', 'replace')[:4096]
         else:
             c.fatal = 'frame of kind %d before its evaluation' % kind
@@ -619,6 +645,32 @@ def _frame(z, st, c, kind, p):
         c.replied = True
         z.running.pop(c.eid, None)
     _send_frame(st, kind, p)
+    if c.replied:
+        _release(z, c)
+
+
+def _release(z, c):
+    """End the process whose answer was just relayed. On one processor, the
+    answer is first given a chance to leave: yielding lets the relay that
+    reads the channel (QEMU's guest init, on a guest with one vCPU) send it
+    before the process's exit and the next fork take the processor; both are
+    off the critical path of the answer then. (With more processors the relay
+    runs elsewhere.)"""
+    if z.one_cpu:
+        try:
+            posix.sched_yield()
+        except OSError:
+            pass
+    if c.req >= 0:
+        posix.close(c.req)
+        c.req = -1
+    # And it ends now, whatever the evaluated code did to its descriptors
+    # (its end is reaped as usual; being answered, it reports nothing).
+    if c.status is None:
+        try:
+            posix.kill(c.pid, SIGKILL)
+        except OSError:
+            pass
 
 
 def _reap(z, st, c):
@@ -751,12 +803,19 @@ def _child(z, st, req, rep):
         for c in z.children:
             known.append(c.req)
         _close_others((z.fd, req), known)
+        # Warm up, unless (or until) a request is handed over: a request
+        # already waiting is served at once.
+        waiting = z.select.poll()
+        waiting.register(req, z.select.POLLIN | z.select.POLLHUP)
         z.poll = None
         for p in z.warm:
+            if waiting.poll(0):
+                break
             try:
                 _outcome(z, st, p)
             except BaseException:
                 pass
+        del waiting
         _send_frame(st, K_SPARE, b'')
         f = _readn(posix.read, req, 4)
         if f is None:
@@ -765,9 +824,13 @@ def _child(z, st, req, rep):
         payload = _readn(posix.read, req, n) if n <= MAX_HOST_FRAME else None
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
-        posix.close(req)
         _self_limit(z, payload)
         _evaluate(z, st, payload)
+        # The end: when the zygote has relayed the answer and closes the pipe.
+        try:
+            _readn(posix.read, req, 1)
+        except OSError:
+            pass
     except BaseException as e:
         try:
             _send_frame(st, K_FATAL, ('the evaluation process failed: %r' % (e,)).encode('utf-8', 'replace'))
