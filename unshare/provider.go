@@ -99,7 +99,6 @@ func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.La
 
 // launch is the launch of one program under c.
 func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog.Logger) (*driver.Launch, error) {
-	var err error
 	ops, err := c.rootOps(ctx, req.Path, logger)
 	if err != nil {
 		return nil, err
