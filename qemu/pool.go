@@ -3,7 +3,6 @@ package qemu
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -142,6 +141,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	} else if err := v.waitHello(ctx); err != nil {
 		return fail(err)
 	}
+	hello := time.Since(start)
 	sm := &wire.SetupMsg{Time: time.Now().UnixNano(), Seed: seed(), Ops: pl.ops}
 	if c.net != nil {
 		sm.Net = &wire.NetMsg{Addr: guestAddr, Prefix: 24, Gateway: guestGateway}
@@ -149,7 +149,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	if err := v.setup(ctx, sm); err != nil {
 		return fail(err)
 	}
-	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "shares", len(pl.shares))
+	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "hello", hello, "shares", len(pl.shares), "guest", v.guestBoot())
 	return &vmEntry{v: v, plan: pl}, nil
 }
 
@@ -182,9 +182,5 @@ func (c *compiled) state(ctx context.Context, m *machine, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("qemu: the saved state: %w", err)
-	}
-	return f, nil
+	return openState(ctx, path)
 }
