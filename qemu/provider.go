@@ -78,11 +78,7 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = fmt.Errorf("qemu: the cache: %w", err)
 		return h
 	}
-	if h.vmlinux, err = k.vmlinux(h.cache); err != nil {
-		h.err = err
-		return h
-	}
-	if h.initrd, err = initramfs(h.cache, k, guestInit); err != nil {
+	if h.vmlinux, h.initrd, err = prepare(h.cache, k, guestInit); err != nil {
 		h.err = err
 		return h
 	}
