@@ -40,7 +40,9 @@ type machine struct {
 // tscKHz (0: unknown). The machine is a microvm (no firmware to speak of, no
 // PCI: virtio-mmio devices found through ACPI); the guest is told its TSC's
 // frequency (tsc_early_khz=), without which timer calibration under TCG is
-// slow and about one boot in three hangs. What the guest does not need is
+// slow and about one boot in three hangs (the local APIC's timer is kept:
+// with nolapic_timer, the PIT as the only clock event device, 2 boots in 30
+// hung). What the guest does not need is
 // left out: hardening of the guest kernel (rodata=off nokaslr
 // mitigations=off: the boundary is the VM, not the guest kernel), the
 // crypto self-tests (cryptomgr.notests: more than half a second under TCG),
