@@ -26,7 +26,7 @@ func probeAccel(ctx context.Context, h *hostState) (string, string) {
 	if _, err := os.Stat("/sys/module/kvm_pvm"); err == nil {
 		return "tcg", "TCG emulation: /dev/kvm is KVM-PVM (nested paravirtualisation), which a stock guest kernel cannot use"
 	}
-	m := &machine{QEMU: h.qemu, Kernel: h.vmlinux, Initrd: h.initrd, Memory: 256, CPUs: 1, Accel: "kvm", Cmdline: bootArgs}
+	m := &machine{QEMU: h.qemu, Kernel: h.vmlinux, Initrd: h.initrd, Memory: 256, CPUs: 1, Accel: "kvm", Cmdline: h.cmdline}
 	key, err := stateKey(m)
 	if err != nil {
 		return "tcg", fmt.Sprintf("TCG emulation: %v", err)

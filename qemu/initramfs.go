@@ -54,7 +54,7 @@ func (w *cpioWriter) close() []byte {
 
 // initramfs builds the guest's initramfs (the init, the modules and their
 // order) and returns its path in the cache, named by its hash.
-func initramfs(cache string, k *kernel) (string, error) {
+func initramfs(cache string, k *kernel, init []byte) (string, error) {
 	mods, err := k.moduleFiles()
 	if err != nil {
 		return "", fmt.Errorf("qemu: %w", err)
@@ -63,7 +63,7 @@ func initramfs(cache string, k *kernel) (string, error) {
 	for _, d := range []string{"dev", "proc", "sys", "view", "modules"} {
 		w.dir(d)
 	}
-	w.file("init", 0o755, guestInit)
+	w.file("init", 0o755, init)
 	var order []string
 	for i, m := range mods {
 		b, err := os.ReadFile(filepath.Join(k.Modules, m))

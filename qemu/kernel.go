@@ -26,9 +26,9 @@ type kernel struct {
 }
 
 // guestModules are the modules the guest loads (with what they depend on):
-// virtio over PCI, the virtio-serial port of the channel, 9p over virtio, the
-// network card.
-var guestModules = []string{"virtio_pci", "virtio_console", "9pnet_virtio", "9p", "virtio_net"}
+// virtio over MMIO (a microvm has no PCI), the virtio-serial port of the
+// channel, 9p over virtio, the network card.
+var guestModules = []string{"virtio_mmio", "virtio_console", "9pnet_virtio", "9p", "virtio_net"}
 
 // findKernel returns the kernel to boot: image (a path, from qemu.kernel=) or
 // the newest /boot/vmlinuz-* whose modules are installed.

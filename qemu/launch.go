@@ -97,7 +97,7 @@ func (c *compiled) accel() string {
 // machine returns the machine of the sandbox's VMs.
 func (c *compiled) machine() *machine {
 	m := &machine{QEMU: c.h.qemu, Kernel: c.h.vmlinux, Initrd: c.h.initrd, Memory: c.params.memory, CPUs: c.params.cpus,
-		Accel: c.accel(), Net: c.net != nil, Cmdline: bootArgs}
+		Accel: c.accel(), Net: c.net != nil, Cmdline: c.h.cmdline}
 	if m.Net {
 		m.Netdev = guestNetdev
 	}

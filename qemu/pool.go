@@ -3,7 +3,6 @@ package qemu
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -148,6 +147,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	} else if err := v.waitHello(ctx); err != nil {
 		return fail(err)
 	}
+	hello := time.Since(start)
 	sm := &wire.SetupMsg{Time: time.Now().UnixNano(), Seed: seed(), Ops: pl.ops}
 	if c.net != nil {
 		// The filter is in place before the guest's network is configured
@@ -165,7 +165,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 			return fail(err)
 		}
 	}
-	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "shares", len(pl.shares))
+	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "hello", hello, "shares", len(pl.shares), "guest", v.guestBoot())
 	return &vmEntry{v: v, plan: pl}, nil
 }
 
@@ -198,9 +198,5 @@ func (c *compiled) state(ctx context.Context, m *machine, logger *slog.Logger) (
 			return nil, err
 		}
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("qemu: the saved state: %w", err)
-	}
-	return f, nil
+	return openState(ctx, path)
 }

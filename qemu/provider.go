@@ -54,6 +54,8 @@ type hostState struct {
 	accel, accelWhy string
 	// empty is an empty directory (the unused 9p slots).
 	empty string
+	// cmdline is the guest kernel's command line.
+	cmdline string
 }
 
 func (p *Provider) host() *hostState {
@@ -87,11 +89,7 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = fmt.Errorf("qemu: the cache: %w", err)
 		return h
 	}
-	if h.vmlinux, err = k.vmlinux(h.cache); err != nil {
-		h.err = err
-		return h
-	}
-	if h.initrd, err = initramfs(h.cache, k); err != nil {
+	if h.vmlinux, h.initrd, err = prepare(h.cache, k, guestInit); err != nil {
 		h.err = err
 		return h
 	}
@@ -100,6 +98,7 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = err
 		return h
 	}
+	h.cmdline = bootArgs(hostTSC(h.cache))
 	h.accel, h.accelWhy = probeAccel(ctx, h)
 	return h
 }

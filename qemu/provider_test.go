@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,32 @@ var shared struct {
 	dir    string // the test's tree: ro/, rw/, secret/
 	keeper io.WriteCloser
 	done   chan error
+	// log is the sandbox's debug log.
+	log *syncBuffer
+}
+
+// syncBuffer is a buffer for a logger's concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// debugLogger returns a logger of debug level writing to a new buffer.
+func debugLogger() (*slog.Logger, *syncBuffer) {
+	b := &syncBuffer{}
+	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 
 func TestMain(m *testing.M) {
@@ -102,7 +129,9 @@ func sandbox(t *testing.T) (*pysandboxes.Sandbox, string) {
 		// ignore= is honoured for what the exposed directories hold when the VM
 		// starts, not for what the host adds later: hide is accepted as not
 		// enforced (TestIgnoreNeedsAcceptance).
-		sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
+		logger, log := debugLogger()
+		shared.log = log
+		sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.AcceptUnenforced(pysandboxes.CapHide), pysandboxes.WithLogger(logger))
 		if err != nil {
 			shared.err = err
 			return
@@ -462,5 +491,51 @@ time.sleep(120)`)
 	var ee *pysandboxes.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 7 || string(rest) != "got 15\n" {
 		t.Fatalf("after SIGTERM: %q, %v (want \"got 15\", exit status 7)", rest, err)
+	}
+}
+
+// TestRestoredGuestsDiffer: two VMs restored from one saved state (the
+// shared VM and another) do not draw the same random bytes (os.urandom, the
+// uuid4 made of them, Python's random seeded from them), and each has the
+// host's time, not the saved guest's.
+func TestRestoredGuestsDiffer(t *testing.T) {
+	sb, _ := sandbox(t)
+	const code = "import os, random, time, uuid; print(os.urandom(16).hex(), uuid.uuid4(), random.getrandbits(64), time.time())"
+	draw := func(sb *pysandboxes.Sandbox, log *syncBuffer) []string {
+		t.Helper()
+		out, err := sb.Command(context.Background(), python, "-c", code).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		if !strings.Contains(log.String(), "restored=true") {
+			t.Skipf("the VM was not restored from a saved state (log: %s)", log.String())
+		}
+		f := strings.Fields(string(out))
+		if len(f) != 4 {
+			t.Fatalf("output %q", out)
+		}
+		var guest float64
+		fmt.Sscan(f[3], &guest)
+		if d := time.Since(time.Unix(0, int64(guest*1e9))).Abs(); d > time.Minute {
+			t.Errorf("the guest's clock is %s away from the host's", d)
+		}
+		return f[:3]
+	}
+	a := draw(sb, shared.log)
+	logger, log := debugLogger()
+	pol, err := policy.NewBuilder().Build(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	b := draw(other, log)
+	for i, what := range []string{"os.urandom", "uuid.uuid4()", "random.getrandbits"} {
+		if a[i] == b[i] {
+			t.Errorf("two guests restored from one state drew the same %s: %s", what, a[i])
+		}
 	}
 }

@@ -25,6 +25,9 @@ type guest struct {
 	streams map[uint32]*stream
 	procs   map[uint32]*proc
 	setup   bool
+	// bootTimes: when the init reached each step of its boot (for the
+	// hello).
+	bootTimes string
 }
 
 func newGuest(port *os.File) *guest {
@@ -32,7 +35,7 @@ func newGuest(port *os.File) *guest {
 }
 
 func (g *guest) serve() error {
-	if err := g.w.Write(wire.Hello, 0, []byte{wire.Version}); err != nil {
+	if err := g.w.Write(wire.Hello, 0, append([]byte{wire.Version}, g.bootTimes...)); err != nil {
 		return err
 	}
 	r := wire.NewReader(g.port)
@@ -141,7 +144,13 @@ func (g *guest) doSetup(m *wire.SetupMsg) error {
 	return nil
 }
 
-// addEntropy credits seed to the kernel's random pool (RNDADDENTROPY).
+// addEntropy credits seed to the kernel's random pool (RNDADDENTROPY), then
+// makes the kernel reseed its generator from the pool at once
+// (RNDRESEEDCRNG): a guest restored from a saved state starts with the
+// generator of the saved guest, and crediting the pool alone would not change
+// what /dev/urandom and getrandom() return until the next periodic reseed
+// (up to a minute later), so that two guests restored from one state would
+// draw the same "random" bytes.
 func addEntropy(seed []byte) error {
 	f, err := os.OpenFile("/dev/urandom", os.O_WRONLY, 0)
 	if err != nil {
@@ -152,9 +161,13 @@ func addEntropy(seed []byte) error {
 	*(*int32)(unsafe.Pointer(&buf[0])) = int32(len(seed) * 8)
 	*(*int32)(unsafe.Pointer(&buf[4])) = int32(len(seed))
 	copy(buf[8:], seed)
-	const rndAddEntropy = 0x40085203
+	const rndAddEntropy, rndReseedCRNG = 0x40085203, 0x5207
 	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), rndAddEntropy, uintptr(unsafe.Pointer(&buf[0]))); e != 0 {
 		return e
+	}
+	// ENODATA: the generator was not seeded yet (crediting the pool seeds it).
+	if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, f.Fd(), rndReseedCRNG, 0); e != 0 && e != syscall.ENODATA {
+		return fmt.Errorf("reseeding: %w", e)
 	}
 	return nil
 }

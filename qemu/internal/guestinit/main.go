@@ -48,6 +48,7 @@ func main() {
 		fatalConsole(err)
 	}
 	g := newGuest(port)
+	g.bootTimes = bootTimes
 	err = g.serve()
 	fatalConsole(fmt.Errorf("the host's channel ended: %w", err))
 }
@@ -63,6 +64,7 @@ func fatalConsole(err error) {
 // boot mounts the kernel's file systems, loads the modules and opens the
 // control port.
 func boot() (*os.File, error) {
+	mark("init")
 	for _, m := range []struct{ src, dst, fs string }{
 		{"devtmpfs", "/dev", "devtmpfs"}, {"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"},
 	} {
@@ -71,14 +73,42 @@ func boot() (*os.File, error) {
 			return nil, fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
+	mark("mounts")
 	if err := loadModules("/modules.order"); err != nil {
 		return nil, err
 	}
+	mark("modules")
 	dev, err := findPort("pysb.ctl", 10*time.Second)
 	if err != nil {
 		return nil, err
 	}
+	mark("port")
 	return os.OpenFile(dev, os.O_RDWR, 0)
+}
+
+// bootTimes says when the init started (the kernel's account of the
+// process's start) and reached each step of its boot, in milliseconds of the
+// guest's monotonic clock (from the kernel's start): the hello carries it, for
+// the host's log.
+var bootTimes string
+
+func mark(step string) {
+	var ts syscall.Timespec
+	syscall.Syscall(syscall.SYS_CLOCK_GETTIME, 1 /* CLOCK_MONOTONIC */, uintptr(unsafe.Pointer(&ts)), 0)
+	bootTimes += fmt.Sprintf(" %s=%d", step, ts.Nano()/1e6)
+	if !strings.HasPrefix(bootTimes, "exec=") {
+		// Field 22 of /proc/self/stat: the start, in clock ticks (USER_HZ,
+		// 100 a second), once /proc is mounted.
+		if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+			if i := strings.LastIndexByte(string(b), ')'); i >= 0 {
+				if f := strings.Fields(string(b[i+1:])); len(f) > 19 {
+					var ticks int64
+					fmt.Sscan(f[19], &ticks)
+					bootTimes = fmt.Sprintf("exec=%d", ticks*10) + bootTimes
+				}
+			}
+		}
+	}
 }
 
 func prctl(op int, arg uintptr) error {
