@@ -54,8 +54,11 @@ type Attack struct {
 	// not declared, they are skipped unless the host runs as root.
 	Privileged bool
 
-	// exclusive attacks (the fork bomb) run alone: RunAttack holds every other
-	// attack back meanwhile, so their timings do not suffer from it.
+	// exclusive attacks run alone (RunAttack holds every other attack back
+	// meanwhile): the fork bomb, so that the timings of others do not suffer
+	// from it, and an attack whose target is one object of the whole host (a
+	// sysctl), so that what one provider's run does to it is never judged
+	// against another's.
 	exclusive bool
 	setup     func(e *env) *plan
 }
