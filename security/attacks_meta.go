@@ -266,7 +266,7 @@ var sysctlWrite = &Attack{
 	// The host has one lease-break-time: a provider that lets the write
 	// through (subprocess) must not change it under another's check.
 	exclusive: true,
-	Summary: "write kernel settings of the host (/proc/sys/fs/lease-break-time), open /proc/sys/kernel/core_pattern and /proc/sysrq-trigger for writing",
+	Summary:   "write kernel settings of the host (/proc/sys/fs/lease-break-time), open /proc/sys/kernel/core_pattern and /proc/sysrq-trigger for writing",
 	setup: func(e *env) *plan {
 		const sysctl = "/proc/sys/fs/lease-break-time"
 		before, err := os.ReadFile(sysctl)
