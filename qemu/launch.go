@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
 	"golang.org/x/sys/unix"
@@ -49,16 +51,23 @@ type compiled struct {
 	accepted driver.Capability
 	resolver needs.Resolver
 	pool     pool
+	warnOnce sync.Once
+}
+
+// Warnings is what the sandbox's log says once (prepare.Compiled): the parts
+// of net= rules that cannot be reached.
+func (c *compiled) Warnings() ([]string, *sync.Once) {
+	var w []string
+	if c.net != nil && c.net.filter != nil {
+		w = c.net.filter.Warnings()
+	}
+	return w, &c.warnOnce
 }
 
 // Compile translates the policy once per sandbox. It fails, naming the rule,
 // on a qemu.* parameter it does not know or a net= rule it cannot enforce.
 func (p *Provider) Compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (any, error) {
-	h := p.host()
-	if h.err != nil {
-		return nil, h.err
-	}
-	return p.compile(ctx, pol, accepted)
+	return prepare.Compile(p.host().err, func() (*compiled, error) { return p.compile(ctx, pol, accepted) })
 }
 
 func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driver.Capability) (*compiled, error) {
@@ -81,7 +90,7 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 		return nil, err
 	}
 	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: pol.Exposes(), ignores: pol.Ignores(), accepted: accepted}
-	c.resolver.Interpreters = &p.interps
+	c.resolver.Interpreters = &p.core.Interps
 	c.resolver.Env = pol.Environ()
 	c.pool.c = c
 	return c, nil
@@ -107,23 +116,15 @@ func (c *compiled) machine() *machine {
 // Prepare makes the launch of one program: a placeholder process on the host
 // stands for it, while the program runs in the sandbox's VM.
 func (p *Provider) Prepare(ctx context.Context, req *driver.Request) (*driver.Launch, error) {
-	c, _ := req.Compiled.(*compiled)
-	if c == nil {
-		h := p.host()
-		if h.err != nil {
-			return nil, h.err
-		}
-		var err error
-		if c, err = p.compile(ctx, req.Policy, 0); err != nil {
-			return nil, err
-		}
-	}
+	return prepare.Prepare(ctx, Name, req, p, p.host().err, func(c *compiled, logger *slog.Logger) (*driver.Launch, error) {
+		return c.launch(ctx, req, logger)
+	})
+}
+
+// launch is the launch of one program under c.
+func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog.Logger) (*driver.Launch, error) {
 	if !filepath.IsAbs(req.Path) {
 		return nil, fmt.Errorf("qemu: %q is not an absolute path", req.Path)
-	}
-	logger := req.Logger
-	if logger == nil {
-		logger = slog.Default()
 	}
 	// The descriptors the program gets beyond 0, 1, 2: relayed by kind.
 	extra := make([]hostFD, len(req.ExtraFiles))
@@ -397,17 +398,7 @@ func (r *run) cleanup() error {
 
 // dir is the program's working directory.
 func (r *run) dir() string {
-	dir := r.req.Dir
-	if dir == "" {
-		dir, _ = os.Getwd()
-	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real
-	}
-	return dir
+	return prepare.RealWorkDir(r.req.Dir)
 }
 
 // stdio makes the relays of the caller's standard streams.

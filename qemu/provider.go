@@ -10,8 +10,8 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes/driver"
-	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
+	"github.com/pysandboxes/pysandboxes/internal/prepare"
 )
 
 func init() {
@@ -25,11 +25,8 @@ const Name = "qemu"
 // Provider is the qemu provider. Importing the package registers one; its zero
 // value is ready to use.
 type Provider struct {
-	once  sync.Once
-	state *hostState
-	// interps caches the Python interpreters' directories.
-	interps needs.Interpreters
-	states  sync.Mutex // serializes the making of saved states
+	core   prepare.Core[*hostState]
+	states sync.Mutex // serializes the making of saved states
 	// netOnce and netErr: whether the network filter works here.
 	netOnce sync.Once
 	netErr  error
@@ -59,8 +56,7 @@ type hostState struct {
 }
 
 func (p *Provider) host() *hostState {
-	p.once.Do(func() { p.state = probeHost(context.Background(), "", "") })
-	return p.state
+	return p.core.Host(func() *hostState { return probeHost(context.Background(), "", "") })
 }
 
 // probeHost finds QEMU and the kernel, and prepares the kernel and the
@@ -89,7 +85,7 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = fmt.Errorf("qemu: the cache: %w", err)
 		return h
 	}
-	if h.vmlinux, h.initrd, err = prepare(h.cache, k, guestInit); err != nil {
+	if h.vmlinux, h.initrd, err = guestFiles(h.cache, k, guestInit); err != nil {
 		h.err = err
 		return h
 	}

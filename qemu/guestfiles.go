@@ -34,10 +34,10 @@ func fileID(p string) string {
 	return fmt.Sprintf("%s %d %d %d %d", p, st.Dev, st.Ino, st.Size, st.Mtim.Nano())
 }
 
-// prepare returns the guest's kernel (vmlinux) and initramfs in the cache for
+// guestFiles returns the guest's kernel (vmlinux) and initramfs in the cache for
 // kernel k and the init: as recorded when every file they were made of is
 // unchanged, else made again (and recorded).
-func prepare(cache string, k *kernel, init []byte) (vmlinux, initrd string, err error) {
+func guestFiles(cache string, k *kernel, init []byte) (vmlinux, initrd string, err error) {
 	h := sha256.New()
 	h.Write([]byte(k.Image + "\x00" + k.Modules + "\x00"))
 	h.Write(init)

@@ -33,14 +33,14 @@ func TestPrepareCached(t *testing.T) {
 	write(mod, "module v1")
 	k := &kernel{Image: image, Version: "6.1.0-test", Modules: mods}
 	init := []byte("init v1")
-	_, initrd, err := prepare(cache, k, init)
+	_, initrd, err := guestFiles(cache, k, init)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Found again: even a changed initramfs is not rebuilt (the record is
 	// trusted while its sources are unchanged).
 	write(initrd, "marked")
-	if _, again, err := prepare(cache, k, init); err != nil || again != initrd {
+	if _, again, err := guestFiles(cache, k, init); err != nil || again != initrd {
 		t.Fatalf("not found again: %s, %v", again, err)
 	}
 	if b, _ := os.ReadFile(initrd); string(b) != "marked" {
@@ -51,7 +51,7 @@ func TestPrepareCached(t *testing.T) {
 		"the init":   func() { init = []byte("init v2") },
 	} {
 		change()
-		_, next, err := prepare(cache, k, init)
+		_, next, err := guestFiles(cache, k, init)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,7 +65,7 @@ func TestPrepareCached(t *testing.T) {
 	later := time.Now().Add(time.Hour)
 	write(image, "\x7fELF kernel v2")
 	os.Chtimes(image, later, later)
-	if _, _, err := prepare(cache, k, init); err != nil {
+	if _, _, err := guestFiles(cache, k, init); err != nil {
 		t.Fatal(err)
 	}
 	recs, _ := filepath.Glob(filepath.Join(cache, "prep-*"))
