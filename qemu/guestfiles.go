@@ -51,6 +51,7 @@ func guestFiles(cache string, k *kernel, init []byte) (vmlinux, initrd string, e
 			ok = ok && fileID(path) == id
 		}
 		if ok && p.Files[0] == fileID(k.Image) && p.Files[1] == fileID(filepath.Join(k.Modules, "modules.dep")) {
+			touch(rec) // in use: kept by the clean-up (cachegc.go)
 			return p.Vmlinux, p.Initrd, nil
 		}
 	}
@@ -71,7 +72,11 @@ func guestFiles(cache string, k *kernel, init []byte) (vmlinux, initrd string, e
 		return "", "", err
 	}
 	b, _ := json.Marshal(&prepared{Files: files, Vmlinux: vmlinux, Initrd: initrd})
-	writeCacheFile(rec, b)
+	if writeCacheFile(rec, b) == nil {
+		// Something changed (a kernel, its modules, the init): what the
+		// earlier ones made may be of no more use.
+		cleanGuestFiles(cache)
+	}
 	return vmlinux, initrd, nil
 }
 

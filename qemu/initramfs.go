@@ -82,6 +82,7 @@ func initramfs(cache string, k *kernel, init []byte) (string, error) {
 	sum := sha256.Sum256(data)
 	path := filepath.Join(cache, "initramfs-"+hex.EncodeToString(sum[:12])+".cpio")
 	if checkCacheFile(path) == nil {
+		touch(path) // reused: kept by the clean-up until its record is written
 		return path, nil
 	}
 	if err := writeCacheFile(path, data); err != nil {

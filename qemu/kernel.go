@@ -98,6 +98,7 @@ func (k *kernel) vmlinux(cache string) (string, error) {
 	name := "vmlinux-" + hex.EncodeToString(sum[:12])
 	path := filepath.Join(cache, name)
 	if err := checkCacheFile(path); err == nil {
+		touch(path) // reused: kept by the clean-up until its record is written
 		return path, nil
 	}
 	payload, err := bzPayload(img)

@@ -31,6 +31,18 @@ type plan struct {
 	dirs []string
 	// files are the host files the mirror share brings.
 	files map[string]bool
+	// mirror holds the mirror share's lock (cachegc.go) while the VM may
+	// use it: see release.
+	mirror *os.File
+}
+
+// release drops what the plan holds in the cache; the VM must be gone (or
+// never started).
+func (p *plan) release() {
+	if p.mirror != nil {
+		p.mirror.Close()
+		p.mirror = nil
+	}
 }
 
 // covers reports whether the plan shows everything of ns.
@@ -122,10 +134,11 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		}
 	}
 	if len(files) > 0 {
-		mirror, err := mirrorFiles(cache, files)
+		mirror, lock, err := mirrorFiles(cache, files)
 		if err != nil {
 			return nil, err
 		}
+		p.mirror = lock
 		tag := fmt.Sprintf("s%d", len(p.shares))
 		p.shares = append(p.shares, share{Path: mirror, ReadOnly: true})
 		ops = append(ops, wire.Op{Op: wire.OpShare, Path: "/.s/files", Tag: tag, RO: true})
@@ -155,6 +168,7 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	// ignore=: what the exposed directories hold now under an ignored name.
 	masks, err := ignoredPaths(ctx, exposes, ignores)
 	if err != nil {
+		p.release()
 		return nil, err
 	}
 	for _, m := range masks {
@@ -209,8 +223,9 @@ func ignoredPaths(ctx context.Context, exposes []policy.Expose, ignores []policy
 
 // mirrorFiles returns a directory of the cache holding the files at their
 // paths (hard links when possible, copies otherwise), made once for a given
-// set of files (named by their identities).
-func mirrorFiles(cache string, files []needs.Need) (string, error) {
+// set of files (named by their identities), with its shared lock (held
+// until the VM that shares it is gone: the clean-up leaves it alone).
+func mirrorFiles(cache string, files []needs.Need) (string, *os.File, error) {
 	h := sha256.New()
 	var paths []string
 	for _, f := range files {
@@ -222,33 +237,59 @@ func mirrorFiles(cache string, files []needs.Need) (string, error) {
 		fmt.Fprintf(h, "%s\x00%d %d %d %d\n", f.Path, st.Dev, st.Ino, st.Size, st.Mtim.Nano())
 	}
 	dir := filepath.Join(cache, "files-"+hex.EncodeToString(h.Sum(nil)[:12]))
-	if checkOwned(dir, true) == nil {
-		return dir, nil
+	// A clean-up may delete the directory between its making and its
+	// locking: make it again then.
+	for range 3 {
+		if checkOwned(dir, true) == nil {
+			lock, err := lockMirror(dir)
+			if err == nil {
+				return dir, lock, nil
+			}
+			if !errors.Is(err, fs.ErrNotExist) {
+				return "", nil, fmt.Errorf("qemu: the mirror of single files: %w", err)
+			}
+		}
+		made, err := makeMirror(cache, dir, paths)
+		if err != nil {
+			return "", nil, err
+		}
+		if made {
+			cleanMirrors(cache, filepath.Base(dir))
+		}
 	}
+	return "", nil, fmt.Errorf("qemu: the mirror of single files %s kept disappearing", dir)
+}
+
+// makeMirror fills a temporary directory with the files and renames it to
+// dir; made is false when another process made dir first.
+func makeMirror(cache, dir string, paths []string) (made bool, err error) {
 	tmp, err := os.MkdirTemp(cache, ".tmp-files-")
 	if err != nil {
-		return "", err
+		return false, err
 	}
 	defer os.RemoveAll(tmp)
 	for _, p := range paths {
 		dst := filepath.Join(tmp, p)
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return "", err
+			return false, err
 		}
 		if err := os.Link(p, dst); err == nil {
 			continue
 		}
 		if err := copyFile(p, dst); err != nil {
-			return "", fmt.Errorf("qemu: copying %s to the cache: %w", p, err)
+			return false, fmt.Errorf("qemu: copying %s to the cache: %w", p, err)
 		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {
-		return "", err
+		return false, err
 	}
-	if err := os.Rename(tmp, dir); err != nil && !errors.Is(err, fs.ErrExist) && checkOwned(dir, true) != nil {
-		return "", err
+	if err := os.Rename(tmp, dir); err != nil {
+		if errors.Is(err, fs.ErrExist) && checkOwned(dir, true) == nil {
+			return false, nil
+		}
+		return false, err
 	}
-	return dir, nil
+	return true, nil
 }
 
 func copyFile(src, dst string) error {

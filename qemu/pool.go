@@ -129,8 +129,10 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		state.Close()
 	}
 	if err != nil {
+		pl.release()
 		return nil, err
 	}
+	v.onExit(pl.release)
 	fail := func(err error) (*vmEntry, error) {
 		v.kill()
 		v.wait()
@@ -189,9 +191,17 @@ func (c *compiled) state(ctx context.Context, m *machine, logger *slog.Logger) (
 	if checkCacheFile(path) != nil {
 		c.p.states.Lock()
 		if checkCacheFile(path) != nil {
-			start := time.Now()
-			err = saveState(ctx, m, c.h.empty, path)
-			logger.Debug("os-sandbox qemu: saved a VM state", "path", path, "elapsed", time.Since(start), "error", err)
+			// Other processes too: one makes the state, the others wait
+			// for it (making it in parallel would cost more than waiting).
+			var unlock func()
+			if unlock, err = lockCache(ctx, c.h.cache, statesLock); err == nil {
+				if checkCacheFile(path) != nil {
+					start := time.Now()
+					err = saveState(ctx, m, c.h.empty, path)
+					logger.Debug("os-sandbox qemu: saved a VM state", "path", path, "elapsed", time.Since(start), "error", err)
+				}
+				unlock()
+			}
 		}
 		c.p.states.Unlock()
 		if err != nil {

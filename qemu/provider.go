@@ -85,7 +85,19 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = fmt.Errorf("qemu: the cache: %w", err)
 		return h
 	}
-	if h.vmlinux, h.initrd, err = guestFiles(h.cache, k, guestInit); err != nil {
+	// One process at a time prepares the guest's files and measures the
+	// TSC; the others then find them (and the same saved state's key).
+	unlock, err := lockCache(ctx, h.cache, prepLock)
+	if err != nil {
+		h.err = err
+		return h
+	}
+	h.vmlinux, h.initrd, err = guestFiles(h.cache, k, guestInit)
+	if err == nil {
+		h.cmdline = bootArgs(hostTSC(h.cache))
+	}
+	unlock()
+	if err != nil {
 		h.err = err
 		return h
 	}
@@ -94,7 +106,6 @@ func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
 		h.err = err
 		return h
 	}
-	h.cmdline = bootArgs(hostTSC(h.cache))
 	h.accel, h.accelWhy = probeAccel(ctx, h)
 	return h
 }
