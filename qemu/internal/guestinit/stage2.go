@@ -149,9 +149,16 @@ func stage2Root(m *spawnSpec) error {
 	if err := syscall.Mount("proc", viewRoot+"/proc", "proc", nosuid|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("/proc: %w", err)
 	}
+	if err := hardenProc(viewRoot + "/proc"); err != nil {
+		return err
+	}
 	if ents, err := os.ReadDir(viewRoot + "/tmp"); err == nil && len(ents) == 0 {
 		if err := syscall.Mount("tmpfs", viewRoot+"/tmp", "tmpfs", nosuid, "mode=1777"); err != nil {
 			return fmt.Errorf("/tmp: %w", err)
+		}
+	} else if err == nil {
+		if err := freshTmp(viewRoot + "/tmp"); err != nil {
+			return err
 		}
 	}
 	dev := viewRoot + "/dev"
