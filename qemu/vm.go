@@ -283,6 +283,19 @@ func (v *vm) read() {
 	r := wire.NewReader(v.ctl)
 	for {
 		f, err := r.Read()
+		if err == nil && (f.Type == wire.Data || f.Type == wire.EOF) {
+			// A guest that overruns a stream's window (root in the guest
+			// writing the port itself) would make the host hold without
+			// bound: the channel ends, and the VM with it.
+			if s := v.stream(f.ID); s != nil {
+				if f.Type == wire.EOF {
+					f.Payload = nil
+				}
+				if err = s.flow.Push(f.Payload); err != nil {
+					v.kill()
+				}
+			}
+		}
 		if err != nil {
 			v.mu.Lock()
 			v.readErr = fmt.Errorf("the guest's channel: %w", err)
@@ -340,14 +353,8 @@ func (v *vm) read() {
 				}
 				p.exited(syscall.WaitStatus(st), msg)
 			}
-		case wire.Data:
-			if s := v.stream(f.ID); s != nil {
-				s.push(f.Payload)
-			}
-		case wire.EOF:
-			if s := v.stream(f.ID); s != nil {
-				s.push(nil)
-			}
+		case wire.Data, wire.EOF:
+			// Pushed above.
 		case wire.Credit:
 			if s := v.stream(f.ID); s != nil {
 				n, _ := wire.ParseU32(f.Payload)
