@@ -172,13 +172,15 @@ attempt("virtfs-read", lambda: os.getxattr("suid", "user.virtfs.mode"))
 attempt("trusted-xattr", lambda: os.setxattr("suid", "trusted.overlay.redirect", b"/etc"))
 attempt("file-capability", lambda: os.setxattr("exe", "security.capability", b"\x01\0\0\x02" + b"\xff" * 16))
 attempt("write-host-suid", lambda: write("host-suid", "#!/bin/sh\nid\n"))
+attempt("mirror-write", lambda: open("/etc/ld.so.cache", "r+b"))
+attempt("mirror-remount", lambda: libc.mount(None, b"/etc/ld.so.cache", None, 32 | 4096, None))
 `, filepath.Join(dir, "ro"))
 	expect(t, got, map[string]string{
 		"symlink-abs": "OK", "symlink-rel": "OK", "symlink-dotdot": "OK", "follow-rel": "ENOENT", "mkfifo": "OK",
 		"mknod-chr": "EPERM", "mknod-blk": "EPERM", "setuid": "OK", "chown": "EPERM", "exec-mode": "OK",
 		"hardlink-out": "EXDEV", "rename-out": "EXDEV", "rename-to-tmp": "EXDEV", "virtfs-uid": "EACCES",
 		"virtfs-mode": "EACCES", "virtfs-read": "ENODATA", "trusted-xattr": "EPERM", "file-capability": "EPERM",
-		"write-host-suid": "OK",
+		"write-host-suid": "OK", "mirror-write": "EROFS", "mirror-remount": "EPERM",
 	})
 	for _, name := range []string{"sl-abs", "sl-rel", "sl-up", "fifo", "suid", "exe"} {
 		var st syscall.Stat_t
@@ -234,5 +236,31 @@ attempt("stage2-environ", lambda: open("/proc/1/environ").read())
 		"dev": "OK", "vport": "ENOENT", "hvc": "ENOENT", "console": "ENOENT", "mknod-vport": "EPERM", "sys": "ENOENT",
 		"mount-sysfs": "EPERM", "mount-devtmpfs": "EPERM", "stage2-stderr": "EACCES", "stage2-root": "EACCES",
 		"stage2-environ": "EACCES",
+	})
+}
+
+// TestIgnoreMaskHolds: a file an ignore= rule masks at the VM's start cannot
+// be unmasked (unmount, a bind or move of its own, a handle of its
+// directory) nor reached through a link of the program's.
+func TestIgnoreMaskHolds(t *testing.T) {
+	_, dir := sandbox(t)
+	env := filepath.Join(dir, "ro", ".env")
+	got := runAttempts(t, `
+import sys
+env = sys.argv[1]
+def read_all(p):
+    with open(p, "rb") as f:
+        must(b"hunter2" not in f.read())
+attempt("read", lambda: read_all(env))
+attempt("umount", lambda: libc.umount2(env.encode(), 0))
+attempt("umount-detach", lambda: libc.umount2(env.encode(), 2))
+attempt("bind-parent", lambda: libc.mount(os.path.dirname(env).encode(), b"/tmp", None, 4096, None))
+attempt("open-by-handle", lambda: libc.syscall(304, -100, None, 0))
+attempt("symlink", lambda: (os.symlink(env, "/tmp/envlink"), read_all("/tmp/envlink")))
+attempt("proc-fd-dir", lambda: read_all("/proc/self/fd/%d/.env" % os.open(os.path.dirname(env), os.O_RDONLY)))
+`, env)
+	expect(t, got, map[string]string{
+		"read": "EACCES|OK", "umount": "EPERM", "umount-detach": "EPERM", "bind-parent": "EPERM",
+		"open-by-handle": "EPERM", "symlink": "EACCES|OK", "proc-fd-dir": "EACCES|OK",
 	})
 }
