@@ -8,6 +8,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/qemu"
 )
 
 // Attacks of a program in the guest on what the security corpus does not
@@ -263,4 +266,38 @@ attempt("proc-fd-dir", lambda: read_all("/proc/self/fd/%d/.env" % os.open(os.pat
 		"read": "EACCES|OK", "umount": "EPERM", "umount-detach": "EPERM", "bind-parent": "EPERM",
 		"open-by-handle": "EPERM", "symlink": "EACCES|OK", "proc-fd-dir": "EACCES|OK",
 	})
+}
+
+// TestExposedTmpIsTheShare: a program of a VM whose /tmp is itself exposed
+// sees the share there (not a tmpfs of its own that would hide it), and what
+// it writes there reaches the host.
+func TestExposedTmpIsTheShare(t *testing.T) {
+	requireQEMU(t)
+	marker, err := os.CreateTemp("/tmp", "pysb-qemu-tmp-share-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	marker.Close()
+	defer os.Remove(marker.Name())
+	defer os.Remove(marker.Name() + "-guest")
+	pol, _ := writePolicy(t, t.TempDir(), "expose-rw=/tmp")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	out, err := sb.Command(context.Background(), python, "-c", `
+import os, sys
+print(os.path.exists(sys.argv[1]))
+open(sys.argv[1] + "-guest", "w").write("from the guest")
+`, marker.Name()).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if strings.TrimSpace(string(out)) != "True" {
+		t.Errorf("the host's file in the exposed /tmp, seen from the guest: %s", out)
+	}
+	if b, err := os.ReadFile(marker.Name() + "-guest"); err != nil || string(b) != "from the guest" {
+		t.Errorf("the guest's file in the exposed /tmp, seen from the host: %q, %v", b, err)
+	}
 }

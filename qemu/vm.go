@@ -323,7 +323,7 @@ func (v *vm) read() {
 				if f.Type == wire.EOF {
 					f.Payload = nil
 				}
-				if err = s.flow.Push(f.Payload); err != nil {
+				if err = s.push(f.Payload); err != nil {
 					v.kill()
 				}
 			}

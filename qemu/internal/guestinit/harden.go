@@ -99,6 +99,26 @@ func freshTmp(tmp string) error {
 	return nil
 }
 
+// isShare reports whether the topmost mount at path is a 9p share (not the
+// VM's own tmpfs). statfs cannot tell: 9p reports the type of the host's
+// file system.
+func isShare(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	share := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 || unescapeMount(f[4]) != path {
+			continue
+		}
+		_, fs, _ := strings.Cut(l, " - ")
+		share = strings.HasPrefix(fs, "9p ")
+	}
+	return share
+}
+
 // mountsUnder returns the mount points strictly under dir that no other mount
 // point of the list contains (the mounts of the parent mounts' own trees come
 // with a recursive bind), in /proc/self/mountinfo's order.
@@ -107,8 +127,13 @@ func mountsUnder(dir string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return topMounts(string(b), dir), nil
+}
+
+// topMounts is mountsUnder of a mountinfo's text.
+func topMounts(mountinfo, dir string) []string {
 	var out []string
-	for _, l := range strings.Split(string(b), "\n") {
+	for _, l := range strings.Split(mountinfo, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 5 {
 			continue
@@ -128,7 +153,7 @@ func mountsUnder(dir string) ([]string, error) {
 			out = append(out, filepath.Clean(mp))
 		}
 	}
-	return out, nil
+	return out
 }
 
 // unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
