@@ -36,8 +36,8 @@ type hstream struct {
 	once    sync.Once
 }
 
-func (s *hstream) push(b []byte)  { s.flow.Push(b) }
-func (s *hstream) credit(n int64) { s.flow.Credit(n) }
+func (s *hstream) push(b []byte) error { return s.flow.Push(b) }
+func (s *hstream) credit(n int64)      { s.flow.Credit(n) }
 
 // abort stops the stream (the VM is gone).
 func (s *hstream) abort() {

@@ -152,10 +152,13 @@ type vm struct {
 // startVM starts QEMU with args; state, when not nil, is the saved state to
 // restore. opts adjust QEMU's process attributes (its namespaces).
 func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
-	pair := func() (*os.File, *os.File, error) {
+	pair := func(nonblock bool) (*os.File, *os.File, error) {
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
 			return nil, nil, err
+		}
+		if nonblock {
+			syscall.SetNonblock(fds[0], true)
 		}
 		return os.NewFile(uintptr(fds[0]), "host"), os.NewFile(uintptr(fds[1]), "qemu"), nil
 	}
@@ -165,17 +168,19 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 			f.Close()
 		}
 	}
-	ctl, ctlQ, err := pair()
+	// The host's end of the channel is non-blocking, so that its writes
+	// can have a deadline (ctlWriter).
+	ctl, ctlQ, err := pair(true)
 	if err != nil {
 		return nil, err
 	}
-	mon, monQ, err := pair()
+	mon, monQ, err := pair(false)
 	if err != nil {
 		ctl.Close()
 		ctlQ.Close()
 		return nil, err
 	}
-	con, conQ, err := pair()
+	con, conQ, err := pair(false)
 	if err != nil {
 		ctl.Close()
 		ctlQ.Close()
@@ -208,9 +213,13 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 		return nil, fmt.Errorf("qemu: starting %s: %w", qemuBin, err)
 	}
 	closeAll()
-	v := &vm{cmd: cmd, ctl: ctl, w: wire.NewWriter(ctl), cons: &ring{max: 32 << 10},
+	v := &vm{cmd: cmd, ctl: ctl, cons: &ring{max: 32 << 10},
 		streams: map[uint32]*hstream{}, procs: map[uint32]*hproc{}, nextID: 1,
 		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{})}
+	v.w = wire.NewWriter(&ctlWriter{f: ctl, timeout: ctlWriteTimeout, stalled: func() {
+		v.cons.Write([]byte(fmt.Sprintf("\nthe guest read nothing of its channel for %v: the VM is stopped\n", ctlWriteTimeout)))
+		v.kill()
+	}})
 	v.mon = newQMP(mon)
 	go func() {
 		io.Copy(v.cons, con)
@@ -233,6 +242,29 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 	}()
 	go v.read()
 	return v, nil
+}
+
+// ctlWriteTimeout bounds how long a write to the guest's channel may wait
+// for the guest to read: the guest's init reads its channel at all times, so
+// that a guest that stops (root in the guest, or a guest that hangs) cannot
+// hold the host's writers (a spawn, a signal, a kill, a credit) for ever.
+const ctlWriteTimeout = 30 * time.Second
+
+// ctlWriter writes to the guest's channel with a deadline; a write that
+// misses it calls stalled (which stops the VM) and fails.
+type ctlWriter struct {
+	f       *os.File
+	timeout time.Duration
+	stalled func()
+}
+
+func (c *ctlWriter) Write(b []byte) (int, error) {
+	c.f.SetWriteDeadline(time.Now().Add(c.timeout))
+	n, err := c.f.Write(b)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.stalled()
+	}
+	return n, err
 }
 
 // kill ends QEMU.
@@ -283,6 +315,19 @@ func (v *vm) read() {
 	r := wire.NewReader(v.ctl)
 	for {
 		f, err := r.Read()
+		if err == nil && (f.Type == wire.Data || f.Type == wire.EOF) {
+			// A guest that overruns a stream's window (root in the guest
+			// writing the port itself) would make the host hold without
+			// bound: the channel ends, and the VM with it.
+			if s := v.stream(f.ID); s != nil {
+				if f.Type == wire.EOF {
+					f.Payload = nil
+				}
+				if err = s.push(f.Payload); err != nil {
+					v.kill()
+				}
+			}
+		}
 		if err != nil {
 			v.mu.Lock()
 			v.readErr = fmt.Errorf("the guest's channel: %w", err)
@@ -340,14 +385,8 @@ func (v *vm) read() {
 				}
 				p.exited(syscall.WaitStatus(st), msg)
 			}
-		case wire.Data:
-			if s := v.stream(f.ID); s != nil {
-				s.push(f.Payload)
-			}
-		case wire.EOF:
-			if s := v.stream(f.ID); s != nil {
-				s.push(nil)
-			}
+		case wire.Data, wire.EOF:
+			// Pushed above.
 		case wire.Credit:
 			if s := v.stream(f.ID); s != nil {
 				n, _ := wire.ParseU32(f.Payload)

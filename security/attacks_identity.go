@@ -329,4 +329,46 @@ attempt("lease", lease)
 }
 
 // identityAttacks are the attacks of a program holding a host identity.
-var identityAttacks = []*Attack{hostUID, prlimitHost, schedHost, priorityUser, sysvHost, leaseExposed}
+var identityAttacks = []*Attack{hostUID, prlimitHost, schedHost, priorityUser, sysvHost, leaseExposed, keyringHost}
+
+var keyringHost = &Attack{
+	Name: "keyring-host", Capability: pysandboxes.CapIdentity,
+	Summary: "read a key of the host uid's user keyring (@u) by its name, and plant one there for the host's later processes",
+	setup: func(e *env) *plan {
+		tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+		secret, planted := "pysb-corpus-secret-"+tag, "pysb-corpus-planted-"+tag
+		id, err := unix.AddKey("user", secret, []byte("SECRET-"+tag), unix.KEY_SPEC_USER_KEYRING)
+		if err != nil {
+			e.skipf("no user keyring here: %v", err)
+			return &plan{}
+		}
+		e.cleanup(func() {
+			unix.KeyctlInt(unix.KEYCTL_INVALIDATE, id, 0, 0, 0)
+			if k, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
+				unix.KeyctlInt(unix.KEYCTL_INVALIDATE, k, 0, 0, 0)
+			}
+		})
+		return &plan{
+			argv: e.py(ctypesPrelude+`
+secret, planted = sys.argv[1], sys.argv[2]
+def read():
+    k = check(libc.syscall(250, 10, ctypes.c_int(-4), b"user", secret.encode(), 0))  # KEYCTL_SEARCH @u
+    buf = ctypes.create_string_buffer(256)
+    n = check(libc.syscall(250, 11, k, buf, 256))  # KEYCTL_READ
+    return buf.raw[:n].decode()
+attempt("read", read)
+attempt("plant", lambda: check(libc.syscall(248, b"user", planted.encode(), b"x", 1, ctypes.c_int(-4))))  # add_key @u
+`, secret, planted),
+			// ENOKEY: the program's @u is not the host's (or, in a VM whose key
+			// quotas are spent, no user keyring can be made for its uid);
+			// EDQUOT: no key can be added at all.
+			check: probes(deny("read", "ENOKEY", "EACCES", "EPERM", "ENOSYS"), deny("plant", "EDQUOT", "ENOKEY", "EACCES", "EPERM", "ENOSYS")),
+			host: func() (bool, string) {
+				if _, err := unix.KeyctlSearch(unix.KEY_SPEC_USER_KEYRING, "user", planted, 0); err == nil {
+					return true, "the program's key is in the host uid's user keyring"
+				}
+				return false, "the host uid's user keyring holds no key of the program"
+			},
+		}
+	},
+}

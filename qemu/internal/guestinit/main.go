@@ -73,6 +73,9 @@ func boot() (*os.File, error) {
 			return nil, fmt.Errorf("mount %s: %w", m.dst, err)
 		}
 	}
+	if err := hardenKernel(); err != nil {
+		return nil, err
+	}
 	mark("mounts")
 	if err := loadModules("/modules.order"); err != nil {
 		return nil, err

@@ -149,10 +149,17 @@ func stage2Root(m *spawnSpec) error {
 	if err := syscall.Mount("proc", viewRoot+"/proc", "proc", nosuid|syscall.MS_NOEXEC, ""); err != nil {
 		return fmt.Errorf("/proc: %w", err)
 	}
-	if ents, err := os.ReadDir(viewRoot + "/tmp"); err == nil && len(ents) == 0 {
+	if err := hardenProc(viewRoot + "/proc"); err != nil {
+		return err
+	}
+	if ents, err := os.ReadDir(viewRoot + "/tmp"); err != nil || isShare(viewRoot+"/tmp") {
+		// An exposed /tmp: the share itself.
+	} else if len(ents) == 0 {
 		if err := syscall.Mount("tmpfs", viewRoot+"/tmp", "tmpfs", nosuid, "mode=1777"); err != nil {
 			return fmt.Errorf("/tmp: %w", err)
 		}
+	} else if err := freshTmp(viewRoot + "/tmp"); err != nil {
+		return err
 	}
 	dev := viewRoot + "/dev"
 	if err := syscall.Mount("tmpfs", dev, "tmpfs", syscall.MS_NOSUID|syscall.MS_NOEXEC, "mode=755,size=65536"); err != nil {

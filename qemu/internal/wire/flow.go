@@ -1,9 +1,18 @@
 package wire
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"sync"
 )
+
+// ErrOverrun reports a peer that broke the flow control of a stream: more
+// than Window bytes received and not yet credited, an empty Data chunk, or
+// anything after the stream's EOF. Push refuses it and stops the flow, so
+// that what a peer makes the receiver hold stays bounded (Window bytes and as
+// many chunks a stream) whatever the peer does.
+var ErrOverrun = errors.New("wire: the peer overran the stream's window")
 
 // Flow is one side's end of a stream (the host's and the guest's are alike):
 // the chunks received for it, queued until they are written out and each
@@ -18,6 +27,8 @@ type Flow struct {
 	mu      sync.Mutex
 	cond    sync.Cond
 	queue   [][]byte // received chunks (nil: the peer's EOF)
+	held    int64    // bytes received and not yet credited to the peer
+	eof     bool     // the peer's EOF was received
 	window  int64    // bytes this side may still send
 	stopped bool
 }
@@ -30,12 +41,32 @@ func NewFlow(w *Writer, id uint32) *Flow {
 	return f
 }
 
-// Push queues a received chunk (a Data frame's payload; nil for EOF).
-func (f *Flow) Push(b []byte) {
+// Push queues a received chunk (a Data frame's payload; nil for EOF). A
+// chunk beyond the window the peer was given, an empty one or one after the
+// EOF is refused with ErrOverrun: the flow is stopped and what it held
+// dropped (the caller ends the channel).
+func (f *Flow) Push(b []byte) error {
 	f.mu.Lock()
-	f.queue = append(f.queue, b)
+	var err error
+	switch {
+	case f.eof:
+		err = fmt.Errorf("%w: stream %d: a frame after its EOF", ErrOverrun, f.id)
+	case b != nil && len(b) == 0:
+		err = fmt.Errorf("%w: stream %d: an empty Data frame", ErrOverrun, f.id)
+	case f.held+int64(len(b)) > Window:
+		err = fmt.Errorf("%w: stream %d: %d bytes held, %d more received (window %d)", ErrOverrun, f.id, f.held, len(b), Window)
+	}
+	if err != nil {
+		f.stopped = true
+		f.queue = nil
+	} else {
+		f.held += int64(len(b))
+		f.eof = b == nil
+		f.queue = append(f.queue, b)
+	}
 	f.mu.Unlock()
 	f.cond.Broadcast()
+	return err
 }
 
 // Credit widens the window by n bytes (a Credit frame).
@@ -94,6 +125,9 @@ func (f *Flow) Receive(write func([]byte) error, drain bool) (eof bool) {
 		if !broken && write(b) != nil {
 			broken = true
 		}
+		f.mu.Lock()
+		f.held -= int64(len(b))
+		f.mu.Unlock()
 		f.w.Write(Credit, f.id, U32(uint32(len(b))))
 	}
 }

@@ -134,3 +134,75 @@ func TestFlowReceive(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowPushOverrun: a peer that sends beyond the window it was given, an
+// empty chunk or anything after its EOF is refused (ErrOverrun) and the flow
+// stops: what a peer makes the receiver hold is bounded whatever it sends.
+func TestFlowPushOverrun(t *testing.T) {
+	chunk := bytes.Repeat([]byte("x"), ChunkSize)
+	t.Run("window", func(t *testing.T) {
+		f := NewFlow(NewWriter(io.Discard), 1)
+		for i := 0; i < Window/ChunkSize; i++ {
+			if err := f.Push(chunk); err != nil {
+				t.Fatalf("chunk %d within the window: %v", i, err)
+			}
+		}
+		if err := f.Push([]byte("y")); !errors.Is(err, ErrOverrun) {
+			t.Fatalf("a byte beyond the window: got %v, want ErrOverrun", err)
+		}
+		if !f.isStopped() {
+			t.Fatal("the flow is not stopped after an overrun")
+		}
+		f.mu.Lock()
+		n := len(f.queue)
+		f.mu.Unlock()
+		if n != 0 {
+			t.Fatalf("the overrun flow still holds %d chunks", n)
+		}
+	})
+	t.Run("credited", func(t *testing.T) {
+		// What the receiver wrote and credited frees the window again.
+		var out frames
+		f := NewFlow(NewWriter(&out), 2)
+		done := make(chan bool)
+		go func() { done <- f.Receive(func([]byte) error { return nil }, false) }()
+		for i := 0; i < 3*Window/ChunkSize; i++ {
+			for {
+				f.mu.Lock()
+				room := f.held+ChunkSize <= Window
+				f.mu.Unlock()
+				if room {
+					break
+				}
+				runtime.Gosched()
+			}
+			if err := f.Push(chunk); err != nil {
+				t.Fatalf("chunk %d after credits: %v", i, err)
+			}
+		}
+		if err := f.Push(nil); err != nil {
+			t.Fatal(err)
+		}
+		if !<-done {
+			t.Fatal("Receive did not see the EOF")
+		}
+	})
+	t.Run("empty", func(t *testing.T) {
+		f := NewFlow(NewWriter(io.Discard), 3)
+		if err := f.Push([]byte{}); !errors.Is(err, ErrOverrun) {
+			t.Fatalf("an empty Data chunk: got %v, want ErrOverrun", err)
+		}
+	})
+	t.Run("after-eof", func(t *testing.T) {
+		f := NewFlow(NewWriter(io.Discard), 4)
+		if err := f.Push(nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.Push([]byte("z")); !errors.Is(err, ErrOverrun) {
+			t.Fatalf("data after EOF: got %v, want ErrOverrun", err)
+		}
+		if err := f.Push(nil); !errors.Is(err, ErrOverrun) {
+			t.Fatalf("a second EOF: got %v, want ErrOverrun", err)
+		}
+	})
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+// The program runs as uid 0 of the guest when the host runs as root (the
+// owner of the shared files as QEMU sees them), without any capability. The
+// kernel still grants uid 0 some things by uid alone, not by capability: the
+// owner's write permission on /proc/sys (every sysctl of the guest, among
+// them kernel.core_pattern and kernel.modprobe, whose helpers the kernel runs
+// as the guest's real root), /proc/sysrq-trigger (power off, kill every
+// process of the guest), and the keys of uid 0's user keyring, shared by
+// every program of the VM. What follows takes these away, so that a program
+// cannot become the guest's root nor leave anything behind for the programs
+// that run after it in the same (warm) VM.
+
+// procReadOnly are the parts of a program's /proc made read-only (bound
+// read-only over themselves): the program holds no capability to remount them.
+var procReadOnly = []string{"sys", "sysrq-trigger", "irq", "bus", "fs", "driver"}
+
+// hardenProc makes the parts of the /proc mounted at proc that write to the
+// guest's kernel read-only.
+func hardenProc(proc string) error {
+	for _, name := range procReadOnly {
+		p := proc + "/" + name
+		if _, err := os.Lstat(p); err != nil {
+			continue
+		}
+		if err := syscall.Mount(p, p, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("/proc/%s: %w", name, err)
+		}
+		if err := syscall.Mount("", p, "", syscall.MS_BIND|syscall.MS_REMOUNT|syscall.MS_RDONLY|syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("read-only /proc/%s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// keyQuotas are the guest's key quotas, all set to 1 (the least the kernel
+// takes): one key of one byte, less than any keyring (a user's keyrings
+// count, their names too), so that no program can add a key (add_key and
+// request_key fail with EDQUOT) and none can leave one in its uid's user
+// keyring for a later program of the VM. Nothing of the guest uses keys.
+var keyQuotas = []string{"maxkeys", "maxbytes", "root_maxkeys", "root_maxbytes"}
+
+// hardenKernel sets the guest kernel's settings that no program may change
+// (the programs' /proc/sys is read-only).
+func hardenKernel() error {
+	for _, q := range keyQuotas {
+		if err := os.WriteFile("/proc/sys/kernel/keys/"+q, []byte("1"), 0); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("key quota %s: %w", q, err)
+		}
+	}
+	return nil
+}
+
+// freshTmp gives the program a /tmp of its own when the VM's /tmp holds
+// shares (an exposed directory under /tmp): a new tmpfs in the program's mount
+// namespace, with the shares (and the masks in them) bound at their places,
+// moved over the VM's /tmp. What a program writes in /tmp is then gone with
+// it, as when /tmp holds no share.
+func freshTmp(tmp string) error {
+	subs, err := mountsUnder(tmp)
+	if err != nil {
+		return err
+	}
+	stage, err := os.MkdirTemp("/", ".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(stage)
+	const nosuid = syscall.MS_NOSUID | syscall.MS_NODEV
+	if err := syscall.Mount("tmpfs", stage, "tmpfs", nosuid, "mode=1777"); err != nil {
+		return fmt.Errorf("/tmp: %w", err)
+	}
+	for _, s := range subs {
+		rel := strings.TrimPrefix(s, tmp)
+		dst := stage + rel
+		var st syscall.Stat_t
+		if err := syscall.Stat(s, &st); err != nil {
+			return fmt.Errorf("/tmp%s: %w", rel, err)
+		}
+		if err := mountPoint(dst, st.Mode&syscall.S_IFMT == syscall.S_IFDIR); err != nil {
+			return fmt.Errorf("/tmp%s: %w", rel, err)
+		}
+		if err := syscall.Mount(s, dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("/tmp%s: %w", rel, err)
+		}
+	}
+	if err := syscall.Mount(stage, tmp, "", syscall.MS_MOVE, ""); err != nil {
+		return fmt.Errorf("/tmp: %w", err)
+	}
+	return nil
+}
+
+// isShare reports whether the topmost mount at path is a 9p share (not the
+// VM's own tmpfs). statfs cannot tell: 9p reports the type of the host's
+// file system.
+func isShare(path string) bool {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false
+	}
+	share := false
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 || unescapeMount(f[4]) != path {
+			continue
+		}
+		_, fs, _ := strings.Cut(l, " - ")
+		share = strings.HasPrefix(fs, "9p ")
+	}
+	return share
+}
+
+// mountsUnder returns the mount points strictly under dir that no other mount
+// point of the list contains (the mounts of the parent mounts' own trees come
+// with a recursive bind), in /proc/self/mountinfo's order.
+func mountsUnder(dir string) ([]string, error) {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	return topMounts(string(b), dir), nil
+}
+
+// topMounts is mountsUnder of a mountinfo's text.
+func topMounts(mountinfo, dir string) []string {
+	var out []string
+	for _, l := range strings.Split(mountinfo, "\n") {
+		f := strings.Fields(l)
+		if len(f) < 5 {
+			continue
+		}
+		mp := unescapeMount(f[4])
+		if !strings.HasPrefix(mp, dir+"/") {
+			continue
+		}
+		inside := false
+		for _, o := range out {
+			if strings.HasPrefix(mp, o+"/") || mp == o {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			out = append(out, filepath.Clean(mp))
+		}
+	}
+	return out
+}
+
+// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+4 <= len(s) {
+			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
