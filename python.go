@@ -26,6 +26,7 @@ type pythonConfig struct {
 	layerOff bool
 	learn    string // the file to learn into ("" = no learning)
 	learnSet bool   // learning asked by WithLearning
+	learnNew bool   // WithLearningNew: the file is made, never merged into
 	learnLog func(*policy.LearnResult)
 
 	once     sync.Once
@@ -50,7 +51,16 @@ func WithPythonLayer(on bool) Option { return func(c *config) { c.python.layerOf
 // (learn=false) refuses it. A policy holding learn=FILE learns the same way
 // without this option.
 func WithLearning(file string) Option {
-	return func(c *config) { c.python.learn, c.python.learnSet = file, true }
+	return func(c *config) { c.python.learn, c.python.learnSet, c.python.learnNew = file, true, false }
+}
+
+// WithLearningNew is WithLearning into a rule file that does not exist yet,
+// what python-sb does when it finds none: the rules are written to a new file
+// (policy.LearnOptions.Create), never merged into a file that appeared at that
+// path while the program ran (the program's own, or another run's): Wait then
+// returns an error that wraps fs.ErrExist, and nothing is written.
+func WithLearningNew(file string) Option {
+	return func(c *config) { c.python.learn, c.python.learnSet, c.python.learnNew = file, true, true }
 }
 
 // applyLearning is called by New: learning (WithLearning, or learn= in the
@@ -287,7 +297,7 @@ func (r *pythonRun) finish(c *Cmd) error {
 			skip = append(skip, filepath.Dir(r.interp.Path))
 		}
 		lr, err := policy.Learn(r.learn, res.Observations, policy.LearnOptions{
-			Dir: dir, Skip: skip, Since: r.since, Logger: c.sb.cfg.logger,
+			Dir: dir, Skip: skip, Since: r.since, Logger: c.sb.cfg.logger, Create: c.sb.cfg.python.learnNew,
 		})
 		if err != nil {
 			errs = append(errs, err)

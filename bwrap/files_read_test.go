@@ -2,6 +2,7 @@ package bwrap_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -64,4 +65,44 @@ attempt("inside", lambda: open("exposed/ok.txt").read())
 // /dev stay the sandbox's own (its processes only).
 func TestExposedRoot(t *testing.T) {
 	providertest.ExposedRoot(t, providerName, 5)
+}
+
+// TestWorkingDirectoryNotEnterable: a working directory shown in the sandbox
+// that the sandbox's user may not enter (mode 0: nobody may, but the host's
+// root) does not stop the program from starting (bwrap refuses a --chdir that
+// fails): it starts in /, as under the other namespace providers, and the
+// directory stays closed to it.
+func TestWorkingDirectoryNotEnterable(t *testing.T) {
+	root := providertest.TempDir(t)
+	closed := filepath.Join(root, "closed")
+	providertest.WriteFile(t, filepath.Join(closed, "secret.txt"), "SECRET")
+	sb := providertest.Sandbox(t, providerName, []string{"expose-ro=" + root})
+	// The test's own working directory, inherited (a process may keep one it
+	// may no longer enter). Not t.Chdir, which needs to open the one it leaves
+	// (and the test may run from a directory it cannot read).
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chdir(closed); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if os.Chdir(wd) != nil {
+			os.Chdir("/")
+		}
+	})
+	if err := os.Chmod(closed, 0); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(closed, 0o755) })
+	out, err := sb.Command(context.Background(), providertest.Python(t), "-I", "-c", providertest.TryPrelude+`
+print("cwd", os.getcwd())
+attempt("secret", lambda: open(sys.argv[1]).read())
+`, filepath.Join(closed, "secret.txt")).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	providertest.ExpectLine(t, string(out), "cwd /")
+	providertest.ExpectLine(t, string(out), "secret EACCES")
 }

@@ -204,6 +204,30 @@ func (c *compiled) prepare(ctx context.Context, req *driver.Request, h hostState
 	return l, nil
 }
 
+// enterable reports whether the sandbox's user may enter the directory dir of
+// the host (shown in the sandbox). Without idmap, bwrap runs as this process's
+// uid and groups (an unprivileged host): the kernel's answer for them is the
+// sandbox's. With idmap (the host runs as root), bwrap runs as the unprivileged
+// uid of package internal/hostid, with no supplementary group, in a view where
+// the files of the host's root are its own: dir's mode bits decide.
+func enterable(dir string, idmap bool) bool {
+	if !idmap {
+		return unix.Faccessat(unix.AT_FDCWD, dir, unix.X_OK, unix.AT_EACCESS) == nil
+	}
+	var st unix.Stat_t
+	if unix.Stat(dir, &st) != nil {
+		return false
+	}
+	switch {
+	case st.Uid == uint32(os.Geteuid()):
+		return st.Mode&0o100 != 0
+	case st.Gid == uint32(os.Getegid()):
+		return st.Mode&0o010 != 0
+	default:
+		return st.Mode&0o001 != 0
+	}
+}
+
 // procMasked are the paths of /proc that the OCI runtime specification's
 // defaults mask.
 var procMasked = []string{"/proc/acpi", "/proc/asound", "/proc/kcore", "/proc/keys", "/proc/latency_stats",
@@ -286,10 +310,14 @@ func (c *compiled) arguments(view *hostview.View, req *driver.Request, h hostSta
 	}
 	// The working directory: where it is shown, else / (no directory is made on
 	// the way to a path the policy does not show: a working directory under
-	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=).
+	// /tmp must not make a /tmp appear, nor collide with a bwrap.tmpfs=), and /
+	// when the sandbox's user may not enter it (bwrap refuses to start on a
+	// --chdir that fails: the program starts in / as under the other providers).
 	dir := prepare.RealWorkDir(req.Dir)
 	switch _, visible := view.Visible(dir); {
 	case !filepath.IsAbs(dir):
+		dir = "/"
+	case visible && !enterable(dir, c.IDMap):
 		dir = "/"
 	case visible, hostview.Within(dir, "/proc"):
 	case hostview.Within(dir, "/dev"):

@@ -4,6 +4,8 @@ import (
 	"context"
 	"os"
 	"os/exec"
+	"os/user"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -52,29 +54,49 @@ func TestProbeMissingBinary(t *testing.T) {
 	}
 }
 
-// TestNonRootRefusedByFirejail: as a user that /etc/firejail/firejail.users
-// does not list, firejail refuses to run (what the probe explains, and why the
-// provider never claims unprivileged).
+// TestNonRootRefusedByFirejail: as a user that firejail does not let use it
+// (not listed in /etc/firejail/firejail.users, or with no login shell, as
+// nobody), firejail refuses to run, what the probe explains, and why the
+// provider never claims unprivileged. Run as root, the test runs firejail as
+// nobody; run by another user, as that user, whose probe must then fail and
+// claim nothing.
 func TestNonRootRefusedByFirejail(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("needs root to switch to nobody")
-	}
 	p := &Provider{}
-	if err := p.Probe(context.Background()); err != nil {
-		t.Skip(err)
+	perr := p.Probe(context.Background())
+	name := "nobody"
+	if os.Getuid() != 0 {
+		u, err := user.Current()
+		if err != nil {
+			t.Skipf("who runs the test: %v", err)
+		}
+		name = u.Username
+	} else if perr != nil {
+		t.Skip(perr)
 	}
-	if b, err := os.ReadFile("/etc/firejail/firejail.users"); err == nil && strings.Contains(string(b), "nobody") {
-		t.Skip("nobody is allowed to use firejail here")
+	bin := p.host().firejail
+	if bin == "" {
+		t.Skip(perr)
 	}
-	cmd := exec.Command(p.host().firejail, "--quiet", "--noprofile", "--net=none", "/bin/true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	if b, err := os.ReadFile("/etc/firejail/firejail.users"); err == nil && slices.Contains(strings.Fields(string(b)), name) {
+		t.Skipf("%s is allowed to use firejail here (/etc/firejail/firejail.users)", name)
+	}
+	cmd := exec.Command(bin, "--quiet", "--noprofile", "--net=none", "/bin/true")
+	if os.Getuid() == 0 {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
 	cmd.Env = []string{}
 	out, err := cmd.CombinedOutput()
 	if err == nil {
+		if os.Getuid() != 0 {
+			t.Skipf("firejail lets %s use it here (a login shell, no /etc/firejail/firejail.users)", name)
+		}
 		t.Fatalf("firejail ran as nobody: %s", out)
 	}
 	if !strings.Contains(string(out), "not allowed") {
-		t.Logf("firejail as nobody: %v: %s", err, out)
+		t.Logf("firejail as %s: %v: %s", name, err, out)
+	}
+	if os.Getuid() != 0 && (perr == nil || p.Capabilities() != 0) {
+		t.Errorf("firejail refuses %s, yet the probe says %v and claims %s", name, perr, p.Capabilities())
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 )
 
 // controlKeys are the single-valued keys: each may be set once across all files, and
@@ -142,7 +144,7 @@ func (ld *loader) providerRule(r Rule) {
 				names = append(names, p)
 			}
 		}
-		if s, ok := closestKey(name, names); ok && s != name {
+		if s, ok := suggest.ClosestFold(name, names); ok && s != name {
 			ld.errs.add(r.Ref, "Invalid rule '%s': unknown provider '%s'; did you mean '%s.%s'?", r.Raw, name, s, param)
 		} else {
 			ld.errs.add(r.Ref, "Invalid rule '%s': unknown provider '%s' (the providers: %s)", r.Raw, name, strings.Join(names, ", "))

@@ -81,20 +81,6 @@ func TestUnknownKeySuggestion(t *testing.T) {
 	}
 }
 
-func TestEditDistance(t *testing.T) {
-	for _, c := range []struct {
-		a, b string
-		want int
-	}{
-		{"", "", 0}, {"", "abc", 3}, {"abc", "", 3}, {"env", "env", 0}, {"expose-r", "expose-ro", 1},
-		{"expsoe-rw", "expose-rw", 1}, {"ca", "abc", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"abcd", "badc", 2},
-	} {
-		if got := editDistance(c.a, c.b); got != c.want {
-			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.want)
-		}
-	}
-}
-
 // BenchmarkUnknownKeys parses a 256 KiB file of lines with unknown keys of
 // various lengths (the suggestions' cost).
 func BenchmarkUnknownKeys(b *testing.B) {

@@ -147,6 +147,11 @@ type LearnOptions struct {
 	// Logger receives the final message (at INFO) and debug details of what was
 	// dropped. Nil means slog.Default().
 	Logger *slog.Logger
+	// Create makes Learn write a new file only: when something exists at the
+	// path, nothing is written and the error wraps fs.ErrExist. It is for a
+	// learning that started because the rule file did not exist (python-sb
+	// without one): a file that appeared meanwhile is never merged into.
+	Create bool
 }
 
 // LearnResult is what Learn did.
@@ -251,6 +256,9 @@ func Learn(path string, obs Observations, opts LearnOptions) (*LearnResult, erro
 	old, perm, existed, err := readLearnTarget(abs)
 	if err != nil {
 		return nil, fmt.Errorf("policy: learn: %w", err)
+	}
+	if existed && lo.Create {
+		return nil, fmt.Errorf("policy: learn: '%s' appeared while learning, nothing written: %w", show, fs.ErrExist)
 	}
 	base := old
 	if !existed {
@@ -616,11 +624,11 @@ func writeLearned(path string, data, old []byte, perm fs.FileMode, existed bool)
 		// Link, unlike rename, fails when something (a file, a link) appeared at path.
 		if lerr := os.Link(tmp, path); lerr != nil {
 			if errors.Is(lerr, fs.ErrExist) {
-				return "", fmt.Errorf("'%s' appeared while learning, nothing written", path)
+				return "", fmt.Errorf("'%s' appeared while learning, nothing written: %w", path, fs.ErrExist)
 			}
 			// A file system without hard links: check, then rename.
 			if _, serr := os.Lstat(path); !errors.Is(serr, fs.ErrNotExist) {
-				return "", fmt.Errorf("'%s' appeared while learning, nothing written", path)
+				return "", fmt.Errorf("'%s' appeared while learning, nothing written: %w", path, fs.ErrExist)
 			}
 			if err := os.Rename(tmp, path); err != nil {
 				return "", err

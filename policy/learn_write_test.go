@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,6 +48,31 @@ func TestLearnBackups(t *testing.T) {
 	// No temporary file is left.
 	want := append([]string{".py-sandboxes"}, wantBackups...)
 	if diff := cmp.Diff(want, e.ls(e.dir)); diff != "" {
+		t.Errorf("directory (-want +got):\n%s", diff)
+	}
+}
+
+// TestLearnCreate: with Create, Learn writes a new file, and never merges into
+// one that exists (a file that appeared since the learning started): nothing
+// is written, no backup is made, and the error wraps fs.ErrExist.
+func TestLearnCreate(t *testing.T) {
+	e := newLearnEnv(t)
+	path := filepath.Join(e.dir, DefaultName)
+	opts := e.opts()
+	opts.Create = true
+	res, err := Learn(path, Observations{Env: []string{"A"}}, opts)
+	if err != nil || res.Backup != "" || !strings.Contains(e.read(path), "env=A=${A}") {
+		t.Fatalf("a new file: %v, %+v\n%s", err, res, e.read(path))
+	}
+	e.writeAbs(path, "# theirs\n", 0o644)
+	_, err = Learn(path, Observations{Env: []string{"B"}}, opts)
+	if !errors.Is(err, fs.ErrExist) || !strings.Contains(err.Error(), "appeared while learning, nothing written") {
+		t.Fatalf("an existing file: want an error wrapping fs.ErrExist, got %v", err)
+	}
+	if got := e.read(path); got != "# theirs\n" {
+		t.Errorf("the existing file was changed: %q", got)
+	}
+	if diff := cmp.Diff([]string{DefaultName}, e.ls(e.dir)); diff != "" {
 		t.Errorf("directory (-want +got):\n%s", diff)
 	}
 }

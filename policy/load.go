@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 )
 
 // DefaultName is the file name of a rule file.
@@ -347,70 +349,10 @@ func LegacyKeys() []string { return slices.Clone(legacyKeys) }
 // unknownKey says that key is not a rule key, suggesting the closest one when
 // it looks like a typo of it.
 func unknownKey(key string) string {
-	if s, ok := closestKey(key, ruleKeys); ok {
+	if s, ok := suggest.ClosestFold(key, ruleKeys); ok {
 		return fmt.Sprintf("unknown key '%s'; did you mean '%s'?", key, s)
 	}
 	return fmt.Sprintf("unknown key '%s'", key)
-}
-
-// closestKey returns the candidate nearest to word (insertions, deletions,
-// substitutions and swaps of two neighbours) when it is near enough to be a
-// typo, ignoring case: one edit for words of up to 4 letters, two up to 11,
-// three beyond. On a tie the first candidate wins (Keys lists the narrower
-// grant first). The work is bounded: a candidate whose length is too far off
-// is not compared, and a comparison costs len(word)*len(candidate).
-func closestKey(word string, cands []string) (string, bool) {
-	limit := 1
-	switch {
-	case len(word) > 11:
-		limit = 3
-	case len(word) > 4:
-		limit = 2
-	}
-	best, bestD := "", limit+1
-	var lower string
-	var rows []int
-	for _, c := range cands {
-		if d := len(word) - len(c); d > limit || -d > limit {
-			continue
-		}
-		if lower == "" {
-			lower = strings.ToLower(word)
-			rows = make([]int, 3*(len(word)+limit+1))
-		}
-		if d := editDistanceIn(rows, lower, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best, best != ""
-}
-
-// editDistance is the optimal string alignment distance of a and b, in
-// O(len(a)*len(b)) time and O(len(b)) memory.
-func editDistance(a, b string) int { return editDistanceIn(make([]int, 3*(len(b)+1)), a, b) }
-
-// editDistanceIn is editDistance working in rows (at least 3*(len(b)+1)).
-func editDistanceIn(rows []int, a, b string) int {
-	n := len(b) + 1
-	prev2, prev, cur := rows[:n], rows[n:2*n], rows[2*n:3*n]
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], prev2[j-2]+1)
-			}
-		}
-		prev2, prev, cur = prev, cur, prev2
-	}
-	return prev[len(b)]
 }
 
 // record keeps an accepted rule; each family calls it once per rule it accepts.

@@ -1,7 +1,10 @@
 package unshare_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
@@ -42,14 +45,29 @@ func TestIgnoreAbsoluteAndNested(t *testing.T) {
 
 // TestIgnoreLargeTree: ignore= over a large exposed tree (more entries than a
 // start-up scan takes) holds: the filter scans nothing, it answers each lookup.
-// Without the filter (unprivileged), New refuses it, naming the rule and the
-// bound of the scan the masks need.
+// Without the filter (unprivileged), New refuses the rule, naming it and hide;
+// with hide accepted, the sandbox starts and warns, naming the rule and the bound
+// of the scan the masks need (ignore= is not enforced in that tree).
 func TestIgnoreLargeTree(t *testing.T) {
 	providertest.IgnoreLargeTree(t, "unshare", func(t *testing.T, dir string) {
-		_, err := pysandboxes.New(context.Background(), providertest.Build(t, "expose-ro="+dir, "ignore=.env"),
-			pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()), pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
-		if err == nil || !strings.Contains(err.Error(), "ignore=.env") || !strings.Contains(err.Error(), "10000") {
-			t.Fatalf("want a refusal naming ignore=.env and the bound, got %v", err)
+		pol := providertest.Build(t, "expose-ro="+dir, "ignore=.env")
+		_, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
+		var ue *pysandboxes.UnenforcedError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), "ignore=.env") || !strings.Contains(err.Error(), "(hide)") {
+			t.Fatalf("want an *UnenforcedError naming ignore=.env and hide, got %v", err)
+		}
+		var logs bytes.Buffer
+		sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider("unshare"),
+			pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), pysandboxes.AcceptUnenforced(pysandboxes.CapHide))
+		if err != nil {
+			t.Fatalf("hide accepted: %v", err)
+		}
+		defer sb.Close()
+		if err := sb.Command(context.Background(), "/bin/true").Run(); err != nil {
+			t.Fatalf("hide accepted: %v", err)
+		}
+		if w := logs.String(); !strings.Contains(w, "ignore=.env") || !strings.Contains(w, "not enforced") || !strings.Contains(w, "10000") {
+			t.Errorf("want a warning naming ignore=.env, not enforced, and the bound, got %q", w)
 		}
 	})
 }

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	}
 	os.Chmod(dir, 0o755)
 	helperDir = dir
+	providertest.SkipExamplesUnavailable("unshare")
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -2,7 +2,9 @@ package unshare_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,7 +25,9 @@ const nobody = 65534
 // "0 65534 1"), files only root may read stay unreadable, the read-write
 // directory gets files owned by that user, and the confinement holds (no host
 // file, mount refused, no capability). As root, the test runs itself again as
-// uid 65534; as another user it runs the checks directly.
+// uid 65534, with a file of its own that only root may read; as another user it
+// runs the checks directly, on a directory of the host that only root may read
+// (such as /root), exposed to the sandbox.
 func TestUnprivileged(t *testing.T) {
 	if os.Getenv("PYSB_UNSHARE_UNPRIVILEGED") != "" {
 		t.Skip("the unprivileged half runs from TestUnprivileged")
@@ -44,6 +48,7 @@ func TestUnprivileged(t *testing.T) {
 	port := providertest.ServeTCP(t, "hello")
 	t.Setenv("PYSB_UNSHARE_PORT", strconv.Itoa(port))
 	var out string
+	rootOnlyChecked := true
 	if os.Geteuid() == 0 {
 		cmd := exec.Command("/proc/self/exe", "-test.run=^TestUnprivilegedHalf$", "-test.v", "-test.count=1")
 		cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=/nonexistent", "PYSB_UNSHARE_UNPRIVILEGED=" + dir, "PYSB_UNSHARE_PORT=" + strconv.Itoa(port)}
@@ -57,12 +62,19 @@ func TestUnprivileged(t *testing.T) {
 			t.Skipf("as uid %d: %s", nobody, out)
 		}
 	} else {
-		out = unprivilegedChecks(t, dir)
+		rootOnly := hostRootOnlyFile()
+		if rootOnly == "" {
+			t.Log("no directory of the host only root may read (/root, /var/cache/ldconfig, /var/lib/private): the sandbox's reading of one is not checked")
+		}
+		out = unprivilegedChecks(t, dir, rootOnly)
+		rootOnlyChecked = rootOnly != ""
 	}
 	providertest.ExpectLine(t, out, fmt.Sprintf("uid_map 0 %d 1", uid))
 	providertest.ExpectLine(t, out, "capabilities true")
 	providertest.ExpectLine(t, out, "pub OK public")
-	providertest.ExpectLine(t, out, "root-only EACCES")
+	if rootOnlyChecked {
+		providertest.ExpectLine(t, out, "root-only EACCES")
+	}
 	providertest.ExpectLine(t, out, "etc ENOENT")
 	providertest.ExpectLine(t, out, "write OK 1")
 	providertest.ExpectLine(t, out, "mount -1 EPERM")
@@ -89,21 +101,43 @@ func TestUnprivilegedHalf(t *testing.T) {
 	if dir == "" {
 		t.Skip("run by TestUnprivileged")
 	}
-	fmt.Print(unprivilegedChecks(t, dir))
+	fmt.Print(unprivilegedChecks(t, dir, filepath.Join(dir, "root-only.txt")))
+}
+
+// hostRootOnlyFile is a directory of the host that root owns and this
+// (unprivileged) process may not read, "" when there is none.
+func hostRootOnlyFile() string {
+	for _, d := range []string{"/root", "/var/cache/ldconfig", "/var/lib/private"} {
+		var st syscall.Stat_t
+		if syscall.Lstat(d, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || st.Uid != 0 {
+			continue
+		}
+		if _, err := os.ReadDir(d); errors.Is(err, fs.ErrPermission) {
+			return d
+		}
+	}
+	return ""
 }
 
 // unprivilegedChecks runs the checks of TestUnprivileged and returns what they
-// printed.
-func unprivilegedChecks(t *testing.T, dir string) string {
+// printed. rootOnly is a file or directory only root may read ("": none to
+// try).
+func unprivilegedChecks(t *testing.T, dir, rootOnly string) string {
 	p := providertest.Require(t, "unshare")
 	caps := p.Capabilities()
-	sb := sandbox(t, []string{"expose-ro=" + dir, "expose-rw=" + filepath.Join(dir, "rw")})
+	rules := []string{"expose-ro=" + dir, "expose-rw=" + filepath.Join(dir, "rw")}
+	if rootOnly != "" && !strings.HasPrefix(rootOnly, dir+"/") {
+		rules = append(rules, "expose-ro="+rootOnly)
+	}
+	sb := sandbox(t, rules)
 	out := providertest.Py(t, sb, providertest.TryPrelude+`
 import ctypes
 d = sys.argv[1]
 print("uid_map", " ".join(open("/proc/self/uid_map").read().split()))
 attempt("pub", lambda: open(d + "/pub.txt").read())
-attempt("root-only", lambda: open(d + "/root-only.txt").read())
+if sys.argv[2]:
+    p = sys.argv[2]
+    attempt("root-only", lambda: os.listdir(p) if os.path.isdir(p) else open(p).read())
 attempt("etc", lambda: open("/etc/shadow").read())
 attempt("write", lambda: open(d + "/rw/made", "w").write("x"))
 libc = ctypes.CDLL(None, use_errno=True)
@@ -112,7 +146,7 @@ print("mount", r, errno.errorcode.get(ctypes.get_errno()))
 for l in open("/proc/self/status"):
     if l.startswith("CapEff"):
         print("CapEff", l.split()[1])
-`, dir)
+`, dir, rootOnly)
 	out += fmt.Sprintf("capabilities %v\n", caps.Has(pysandboxes.CapUnprivileged|pysandboxes.CapFilesRead|pysandboxes.CapProcessIsolation))
 	// Through the network filter, set up without privileges.
 	filter := caps.Has(pysandboxes.CapNetHosts)

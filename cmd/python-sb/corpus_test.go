@@ -513,8 +513,8 @@ func serveAndStop(t *testing.T, dir, python string, port int, args ...string) re
 
 // TestSharedMemoryRefusalNamesTheRule: under landlock, which shows /dev/shm only
 // when a rule exposes it, multiprocessing's first lock is refused by the OS; the
-// refusal names the rule to add (not a bare EACCES or EROFS). With the rule, the
-// pool runs.
+// refusal names the rule to add (not a bare EACCES or EROFS), and the rule that
+// refuses (expose-ro=/dev/shm) or the default deny. With the rule, the pool runs.
 func TestSharedMemoryRefusalNamesTheRule(t *testing.T) {
 	landlockWorks(t)
 	if _, err := os.Stat("/dev/shm"); err != nil {
@@ -533,7 +533,13 @@ if __name__ == "__main__":
 	args := []string{"--os-sandbox=landlock", "--accept-unenforced=files-meta", "app.py"}
 	dir := project(t, base, map[string]string{"app.py": prog})
 	r := sb(t, dir, "", nil, args...)
-	expect(t, r, "RulePermissionError", "Cannot create a POSIX semaphore in '/dev/shm'", "Add `expose-rw=/dev/shm`.")
+	expect(t, r, "RulePermissionError", "Cannot create a POSIX semaphore in '/dev/shm'", "DENIED by implicit default policy.",
+		"Add `expose-rw=/dev/shm`.")
+	// A rule that exposes /dev/shm read-only is the one named.
+	dir = project(t, base+"expose-ro=/dev/shm\n", map[string]string{"app.py": prog})
+	r = sb(t, dir, "", nil, args...)
+	expect(t, r, "RulePermissionError", "Cannot create a POSIX semaphore in '/dev/shm'",
+		"DENIED by explicit rule 'expose-ro=/dev/shm' from .py-sandboxes(4)", "Add `expose-rw=/dev/shm`.")
 	dir = project(t, base+"expose-rw=/dev/shm\n", map[string]string{"app.py": prog})
 	ok(t, sb(t, dir, "", nil, args...), "[0, 1, 4, 9]")
 }

@@ -10,8 +10,10 @@
 //
 // The rule file is --pysandboxes-config, else the .py-sandboxes next to the script,
 // inside the -m module's package, or in the current directory. When it does not
-// exist, python-sb learns it: the program runs unconfined while everything it does
-// is recorded, and the rules are written into that file when it ends.
+// exist, python-sb learns it, and says so on stderr before the program starts: the
+// program runs unconfined while everything it does is recorded, and the rules are
+// written into a new file of that name when it ends (atomically; never into a file
+// that appeared there meanwhile, which is left as it is).
 //
 // Exit status: the program's (128+N when signal N ended it); 2 for a usage error
 // or a script that cannot be opened; 255 when the rules or the sandbox cannot be
@@ -139,10 +141,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "python-sb: --pysandboxes-config=%s: the rule file %s does not exist (to learn one, add --learn)\n", inv.Config, file)
 		return ExitConfig
 	}
+	missing := false
 	if errors.As(err, &me) {
 		// No rule file: learn it, from the built-in template.
 		if !learning {
-			learning, learnFile = true, file
+			learning, learnFile, missing = true, file, true
 		}
 		opts.Learn = true
 		pol, err = policy.Parse(ctx, file, []byte(policy.Template()), opts)
@@ -161,7 +164,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			wd, _ := os.Getwd()
 			abs = filepath.Join(wd, abs)
 		}
-		sbOpts = append(sbOpts, pysandboxes.WithLearning(abs))
+		if missing {
+			sbOpts = append(sbOpts, pysandboxes.WithLearningNew(abs))
+		} else {
+			sbOpts = append(sbOpts, pysandboxes.WithLearning(abs))
+		}
+	}
+	if missing {
+		fmt.Fprintf(stderr, "python-sb: no rule file: %s does not exist (nor --pysandboxes-config given), so this run learns one\n", learnFile)
 	}
 	if learning {
 		fmt.Fprintf(stderr, "python-sb: learning mode: nothing is enforced; what the program does is recorded, "+

@@ -591,3 +591,49 @@ func TestNamedConfigMustExist(t *testing.T) {
 		t.Errorf("learned.cfg was not written: %v", err)
 	}
 }
+
+// TestNoRuleFileLearnsNew: without a rule file, python-sb says on stderr that
+// it found none (naming the file) and that it learns, then writes the learned
+// rules to a new file of that name, atomically (no temporary file is left, and
+// the file is whole); a rule file that appears at that name while the program
+// runs (here, the program's own) is left exactly as it is, with no backup, and
+// python-sb fails naming it.
+func TestNoRuleFileLearnsNew(t *testing.T) {
+	dir := project(t, "", map[string]string{"app.py": "import json\nprint(json.dumps([1]))\n"})
+	r := sb(t, dir, "", []string{"OS_SANDBOX=subprocess"}, "app.py")
+	ok(t, r, "[1]")
+	rules := filepath.Join(dir, ".py-sandboxes")
+	for _, want := range []string{"python-sb: no rule file: " + rules + " does not exist", "learning mode: nothing is enforced",
+		"Write all learning rules in '.py-sandboxes'."} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, r)
+		}
+	}
+	b, err := os.ReadFile(rules)
+	if err != nil || !strings.Contains(string(b), "python-import=json") {
+		t.Fatalf("the learned file: %v\n%s", err, b)
+	}
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".tmp") || strings.Contains(e.Name(), ".old") {
+			t.Errorf("left in the directory: %s", e.Name())
+		}
+	}
+
+	// A file that appears meanwhile is never merged into.
+	dir = project(t, "", map[string]string{"app.py": "open('.py-sandboxes', 'w').write('# mine\\nexpose-ro=/\\n')\nprint('made')\n"})
+	r = sb(t, dir, "", []string{"OS_SANDBOX=subprocess"}, "app.py")
+	rules = filepath.Join(dir, ".py-sandboxes")
+	if r.code != 255 || !strings.Contains(r.stdout, "made") || !strings.Contains(r.stderr, "appeared while learning, nothing written") {
+		t.Errorf("want exit 255 saying the file appeared, got %s", r)
+	}
+	if b, _ := os.ReadFile(rules); string(b) != "# mine\nexpose-ro=/\n" {
+		t.Errorf("the file that appeared was changed:\n%s", b)
+	}
+	ents, _ = os.ReadDir(dir)
+	for _, e := range ents {
+		if e.Name() != "app.py" && e.Name() != ".py-sandboxes" {
+			t.Errorf("left in the directory: %s", e.Name())
+		}
+	}
+}

@@ -18,6 +18,7 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes/internal/buildinfo"
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 )
 
 // Exit codes of pysandboxes itself.
@@ -118,7 +119,7 @@ func Main(ctx context.Context, args []string, env *Env) int {
 		msg = fmt.Sprintf("pysandboxes: unknown option %q", sub)
 		names = []string{"--version", "--help"}
 	}
-	if s, ok := closest(sub, names); ok {
+	if s, ok := suggest.Closest(sub, names); ok {
 		msg += "; did you mean " + s + "?"
 	}
 	fmt.Fprintf(env.Stderr, "%s\nRun 'pysandboxes --help' for the commands.\n", msg)

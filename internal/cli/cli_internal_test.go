@@ -42,22 +42,6 @@ func TestRuleKeysArePolicys(t *testing.T) {
 	}
 }
 
-func TestClosest(t *testing.T) {
-	cands := []string{"expose-ro", "expose-rw", "timeout", "json", "verbose", "eval-syntax"}
-	for word, want := range map[string]string{
-		"expose-r": "expose-ro", "expsoe-rw": "expose-rw", "timout": "timeout", "jsn": "json",
-		"verbos": "verbose", "eval-sytnax": "eval-syntax", "EXPOSE-RO": "", "x": "", "completely-else": "",
-	} {
-		got, ok := closest(word, cands)
-		if ok != (want != "") || got != want {
-			t.Errorf("closest(%q) = %q, %v; want %q", word, got, ok, want)
-		}
-	}
-	if d := editDistance(strings.Repeat("a", 1000), strings.Repeat("b", 1000)); d < 3 {
-		t.Errorf("long words: distance %d", d)
-	}
-}
-
 func TestWrap(t *testing.T) {
 	got := wrap("handles file rights execute,write_file,read_file,read_dir,remove_dir and more words here", 30)
 	want := []string{"handles file rights execute,", "write_file,read_file,read_dir,", "remove_dir and more words here"}

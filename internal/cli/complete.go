@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -63,7 +64,7 @@ func completion(args []string, env *Env) int {
 		io.WriteString(env.Stdout, fishCompletion)
 	default:
 		msg := fmt.Sprintf("unknown shell %q", p.operands[0])
-		if s, ok := closest(p.operands[0], []string{"bash", "zsh", "fish"}); ok {
+		if s, ok := suggest.Closest(p.operands[0], []string{"bash", "zsh", "fish"}); ok {
 			msg += "; did you mean " + s + "?"
 		} else {
 			msg += " (bash, zsh or fish)"

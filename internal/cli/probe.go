@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 )
 
 type probeOptions struct {
@@ -102,7 +103,7 @@ func probe(ctx context.Context, args []string, env *Env) int {
 			pr, ok := pysandboxes.Lookup(n)
 			if !ok {
 				msg := fmt.Sprintf("unknown provider %q", n)
-				if s, ok := closest(n, names); ok {
+				if s, ok := suggest.Closest(n, names); ok {
 					msg += "; did you mean " + s + "?"
 				} else {
 					msg += " (the providers: " + strings.Join(names, ", ") + ")"

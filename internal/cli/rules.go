@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -105,63 +106,10 @@ func checkRuleKey(key string, c *command) error {
 		if slices.Contains(policy.Providers, prov) {
 			return nil
 		}
-		if s, ok := closest(prov, policy.Providers); ok {
+		if s, ok := suggest.Closest(prov, policy.Providers); ok {
 			return usagef("unknown rule --%s (no provider %s); did you mean --%s.%s?", key, prov, s, param)
 		}
 		return usagef("unknown rule --%s (no provider %s; see pysandboxes probe)", key, prov)
 	}
 	return c.unknown("--" + key)
-}
-
-// closest returns the candidate nearest to word (by edits: insertions,
-// deletions, substitutions and swaps of two neighbours), when it is near enough
-// to be a typo: one edit for words of up to 4 letters, two up to 11, three
-// beyond. On a tie the first candidate wins.
-func closest(word string, cands []string) (string, bool) {
-	limit := 1
-	switch {
-	case len(word) > 11:
-		limit = 3
-	case len(word) > 4:
-		limit = 2
-	}
-	best, bestD := "", limit+1
-	for _, c := range cands {
-		if d := editDistance(word, c); d < bestD {
-			best, bestD = c, d
-		}
-	}
-	return best, best != ""
-}
-
-// editDistance is the optimal string alignment distance of a and b.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		// No typo of a name is that long; keep the work bounded.
-		if a == b {
-			return 0
-		}
-		return 1 << 20
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }

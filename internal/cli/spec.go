@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/pysandboxes/pysandboxes/internal/suggest"
 )
 
 // valueKind says how the value of an option (or of a rule, or an operand) is
@@ -186,7 +188,7 @@ func (c *command) unknown(a string) error {
 		kind = "option or rule"
 	}
 	shown, _, _ := strings.Cut(a, "=")
-	if s, ok := closest(word, cands); ok {
+	if s, ok := suggest.Closest(word, cands); ok {
 		if isRule[s] {
 			kind = "rule"
 		} else if kind == "option or rule" {

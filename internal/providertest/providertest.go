@@ -6,6 +6,7 @@ package providertest
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -31,6 +32,26 @@ func Python(t testing.TB) string {
 		t.Skip("no /usr/bin/python3")
 	}
 	return p
+}
+
+// SkipExamplesUnavailable is for a provider package's TestMain, before m.Run:
+// when the provider name cannot run here, its examples (which cannot skip
+// themselves, and whose output would be the refusal) are left out through
+// -test.skip, saying why on stderr. An explicit -test.skip is kept as it is.
+func SkipExamplesUnavailable(name string) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	p, ok := pysandboxes.Lookup(name)
+	if !ok {
+		return // the tests fail, naming it
+	}
+	err := p.Probe(context.Background())
+	if f := flag.Lookup("test.skip"); err == nil || f == nil || f.Value.String() != "" {
+		return
+	}
+	fmt.Fprintf(os.Stderr, "%s: the examples are skipped: %s unavailable: %v\n", name, name, err)
+	flag.Set("test.skip", "^Example")
 }
 
 // QuietLogger is a logger that drops everything.

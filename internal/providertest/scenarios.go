@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -116,7 +117,10 @@ func TreeKilledOnCancel(t *testing.T, name string) {
 }
 
 // InPidNamespaceOf lists the host's processes in the pid namespace of pid,
-// none when it is this process's own.
+// none when it is this process's own. The namespace's first process is listed
+// even when its /proc/<pid>/ns cannot be read (a supervisor that made itself
+// not dumpable, to a host without privileges): it is found as the ancestor of
+// pid that is process 1 of that namespace.
 func InPidNamespaceOf(pid int) []int {
 	ns, err := os.Readlink("/proc/" + strconv.Itoa(pid) + "/ns/pid")
 	if self, _ := os.Readlink("/proc/self/ns/pid"); err != nil || ns == self {
@@ -133,7 +137,63 @@ func InPidNamespaceOf(pid int) []int {
 			out = append(out, n)
 		}
 	}
+	if init := namespaceInit(pid); init > 0 && !slices.Contains(out, init) && proctest.Alive(init) {
+		out = append(out, init)
+	}
 	return out
+}
+
+// namespaceInit is the process 1 of the pid namespace of pid, as the host
+// sees it (0 when it cannot be told): up the parents of pid while they lie at
+// the same depth of pid namespaces (a process's parent lies in its namespace,
+// or for the namespace's process 1 in an ancestor), the one whose pid there is 1.
+// /proc/<pid>/status, which tells that, is readable for any process.
+func namespaceInit(pid int) int {
+	depth := len(nsPids(pid))
+	if depth < 2 {
+		return 0
+	}
+	for p := pid; p > 1; {
+		ids := nsPids(p)
+		if len(ids) != depth {
+			return 0
+		}
+		if ids[depth-1] == "1" {
+			return p
+		}
+		p = parentOf(p)
+	}
+	return 0
+}
+
+// nsPids is the NSpid line of /proc/<pid>/status: the pids of the process in
+// its pid namespace and every ancestor namespace up to this process's.
+func nsPids(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return nil
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "NSpid:"); ok {
+			return strings.Fields(rest)
+		}
+	}
+	return nil
+}
+
+// parentOf is the parent of pid (0 when it cannot be read).
+func parentOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(l, "PPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(rest))
+			return n
+		}
+	}
+	return 0
 }
 
 // sleepers lists the processes of the host whose command line starts with mark.

@@ -208,6 +208,11 @@ def _t_path(*a, **k):
     return c[0](c[1], c[2], c[3], c[4], a, k)
 
 
+def _t_call(*a, **k):
+    c = '@sealed'
+    return c[0](c[1], c[2], c[3], a, k)
+
+
 def _t_patch(name, module):
     c = '@sealed'
     return c[0](c[1], name, module)
@@ -324,6 +329,17 @@ class _Finder:
 
     def invalidate_caches(self):
         pass
+
+
+def _pg_patch(S, G, module, reg):
+    """psycopg2's C extension: its _connect (which psycopg2.connect calls) judges
+    the connection's targets first, so that a refusal names the rule (see
+    _pg_judge). The connection type called directly still meets the OS layer."""
+    orig = module.__dict__.get('_connect')
+    parse = module.__dict__.get('parse_dsn')
+    if orig is None or parse is None or G['_is_own_id'](orig):
+        return
+    module._connect = _seal(_t_call, (G['_pg_connect_call'], S, orig, parse), reg, orig)
 
 
 def _dns_patch(S, G, socket_mod, learning):
@@ -458,25 +474,19 @@ def _listing_patch(S, G, osmods, reg, extra):
     extra['posix'] = (lambda module: (prev(module), patch(module))) if prev else patch
 
 
-def _open_patch(S, G, osmods):
-    """os.open with dir_fd: the path is resolved through /proc/self/fd and the
-    call made with the absolute path, which the hook then judges."""
-    abspath = G['_abspath']
-    tostr = G['_tostr']
-    orig = posix.open
+def _t_open(path, flags, mode=0o777, **k):
+    c = '@sealed'
+    return c[0](c[1], c[2], path, flags, mode, k)
 
-    def open(path, flags, mode=0o777, *, dir_fd=None):
-        s = tostr(path)
-        if s is not None and not s.startswith('/'):
-            a = abspath(s, dir_fd)
-            if a is None:
-                raise sb_classes[0](2, "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s)
-            return orig(a, flags, mode)
-        return orig(path, flags, mode, dir_fd=dir_fd)
-    open.__doc__ = orig.__doc__
-    sb_classes = S[13]
+
+def _open_patch(S, G, osmods, reg):
+    """os.open with dir_fd: the path is resolved through /proc/self/fd and the
+    call made with the absolute path, which the hook then judges (see
+    _open_call)."""
+    orig = posix.open
+    w = _seal(_t_open, (G['_open_call'], S, orig), reg, orig)
     for m in osmods:
-        m.open = open
+        m.open = w
 
 
 def _namespaces(f, globals, locals):
@@ -714,6 +724,7 @@ def arm(G, cfg, fd, sb, builtins):
         extra[modname] = lambda module, table=MPT(dict(table)): _patch_methods(module, table, gate, done, reg)
     extra['_multiprocessing'] = lambda module: _semlock_patch(S, G, module)
     extra['_posixshmem'] = lambda module: _shm_patch(S, G, module)
+    extra['psycopg2._psycopg'] = lambda module: _pg_patch(S, G, module, reg)
     # Copies: the guard's namespace is reachable from the program.
     tables = MPT({k: MPT(dict(v)) for k, v in G['PATCHES'].items()})
     patch = _seal(_t_patch, (_after, (tables, gate, done, reg, extra)), reg)
@@ -722,7 +733,7 @@ def arm(G, cfg, fd, sb, builtins):
         if m is not None:
             patch(modname, m)
     _listing_patch(S, G, osmods, reg, extra)
-    _open_patch(S, G, osmods)
+    _open_patch(S, G, osmods, reg)
     if not learning:
         _code_patch(S, G, builtins, cfg)
     else:

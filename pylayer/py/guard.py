@@ -1222,18 +1222,37 @@ def _h_sqlite(S, event, args, cache, _tostr=_tostr, _abspath=_abspath, _lstat=_p
     return _check(S, _dir_of(a), True, None, True)
 
 
-def _shm_refuse(S, what, e, _decide=_file_decide, _deny=_deny, _type=type, _int=int):
+def _file_rule(S, canon, _ignored=_ignored):
+    """The rule that decides a refused access to canon: (raw, ref) of the
+    ignore= rule that hides it, else of the expose rule that covers it (one
+    that does not let it be written), else ('', '') for the default deny."""
+    ig = _ignored(S, canon)
+    if ig is not None:
+        return ig[2], ig[3]
+    for e in S[1]:
+        if canon == e[0] or canon.startswith(e[1]):
+            return e[3], e[4]
+    return '', ''
+
+
+def _shm_refuse(S, what, e, _decide=_file_decide, _rule=_file_rule, _deny=_deny, _type=type, _int=int):
     """The refusal to raise instead of e, an OSError of the C library making a
     POSIX semaphore or shared memory object in /dev/shm, when the policy does not
-    let the program write there (None otherwise: e stands)."""
+    let the program write there (None otherwise: e stands). It names the rule
+    that refuses (an expose-ro= or an ignore= rule), else the default deny."""
     n = e.errno
     if _type(n) is not _int or (n != 1 and n != 13 and n != 30):
         return None
     if _decide(S, '/dev/shm', True, '/dev/shm', True, True) is None:
         return None
-    msg = ("Cannot create %s in '/dev/shm' ([Errno %d] %s): DENIED by implicit default policy.\n"
-           "Add `expose-rw=/dev/shm`.") % (what, n, e.strerror)
-    return _deny(S, 'file', S[13][1], msg, '/dev/shm', '', '', None, 13)
+    rule, ref = _rule(S, '/dev/shm')
+    if rule:
+        why = "DENIED by explicit rule '%s' from %s" % (rule, ref)
+    else:
+        why = 'DENIED by implicit default policy.'
+    msg = ("Cannot create %s in '/dev/shm' ([Errno %d] %s): %s\n"
+           "Add `expose-rw=/dev/shm`.") % (what, n, e.strerror, why)
+    return _deny(S, 'file', S[13][1], msg, '/dev/shm', rule, ref, None, 13)
 
 
 def _shm_learn(S, _decide=_file_decide):
@@ -1533,6 +1552,123 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
     if _type(port) is not _int:
         port = 0
     return _refuse(S, 1, 2, h, None, port, None)
+
+
+# ---------------------------------------------------------------- os.open
+
+def _open_call(S, orig, path, flags, mode, k, _tostr=_tostr, _abspath=_abspath, _deny=_deny):
+    """os.open (a sealed wrapper, arm.py): a relative path with dir_fd is opened
+    by its absolute path, which the hook judges; one whose dir_fd cannot be
+    resolved is refused, and reported as every refusal. k: the keyword
+    arguments (dir_fd; any other is the original's to refuse)."""
+    dir_fd = k.pop('dir_fd', None)
+    if k:
+        return orig(path, flags, mode, dir_fd=dir_fd, **k)
+    s = _tostr(path)
+    if s is not None and not s.startswith('/'):
+        a = _abspath(s, dir_fd)
+        if a is None:
+            msg = "Access to '%s' must be accepted by a rule (its dir_fd cannot be resolved)." % s
+            e = _deny(S, 'file', S[13][0], msg, s, '', '', None, 2)
+            # Learning cannot record a path it cannot tell: refused too.
+            raise e if e is not None else S[13][0](2, msg)
+        return orig(a, flags, mode)
+    return orig(path, flags, mode, dir_fd=dir_fd)
+
+
+# ---------------------------------------------------------------- psycopg2
+# psycopg2's connection is made by libpq (C) without any Python call: only the
+# OS layer would see it, and its refusal would be libpq's, naming no rule. Its
+# _connect is replaced by a sealed wrapper (arm.py) that calls this first: the
+# targets libpq will connect to, read from the DSN (and the PG* variables libpq
+# reads when the DSN leaves them out), are judged as a socket connect to them
+# would be. A target named by pg_service.conf (service=, PGSERVICE) cannot be
+# told here: the OS layer alone judges it.
+
+_PG_SOCKET_DIR = '/var/run/postgresql'  # libpq's default (Debian's DEFAULT_PGSOCKET_DIR)
+
+
+def _pg_param(p, env, key, var, _type=type, _bytes=bytes, _dict=dict, _enc=_FSENC):
+    """The DSN's key, else libpq's environment variable var: read from the
+    environment's own data (os.environ's reads are the program's, which
+    learning records; these are the layer's)."""
+    v = p.get(key)
+    if v is None or v == '':
+        v = env.get(var.encode(_enc), b'') if _type(env) is _dict else ''
+        if _type(v) is _bytes:
+            v = v.decode(_enc, 'surrogateescape')
+    return v
+
+
+def _net_any(S, proto, port, direction, _len=len):
+    """Whether an ALLOW rule takes any address for proto, port and direction."""
+    for r in S[4]:
+        if not r[0] or not (r[1] & proto) or not (r[2] & direction):
+            continue
+        for lo, hi in r[4]:
+            if lo <= port <= hi:
+                for fam, net, bits in r[3]:
+                    if bits == 0:
+                        return True
+    return False
+
+
+def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse, _check=_check_path, _deny=_deny,
+              _param=_pg_param, _modules=_sys.modules, _Exception=Exception, _len=len, _max=max, _range=range,
+              _int=int, _str=str, _type=type, _dict=dict, _getattr=getattr, _dir=_PG_SOCKET_DIR):
+    """None when every target of a psycopg2 connection with this DSN is
+    allowed, else the refusal (None in learning mode, after recording)."""
+    try:
+        p = parse(dsn if dsn is not None else '')
+    except _Exception:
+        return None  # libpq refuses the DSN itself
+    if _type(p) is not _dict:
+        return None
+    osm = _modules.get('os')
+    env = _getattr(_getattr(osm, 'environ', None), '_data', None)
+    if _param(p, env, 'service', 'PGSERVICE'):
+        return None
+    hosts = _param(p, env, 'host', 'PGHOST')
+    addrs = _param(p, env, 'hostaddr', 'PGHOSTADDR')
+    ports = _param(p, env, 'port', 'PGPORT')
+    hl = hosts.split(',') if hosts else ['']
+    al = addrs.split(',') if addrs else []
+    pl = ports.split(',') if ports else ['']
+    for i in _range(_max(_len(hl), _len(al))):
+        h = hl[i].strip() if i < _len(hl) else ''
+        a = al[i].strip() if i < _len(al) else ''
+        ps = (pl[i] if i < _len(pl) else '') if _len(pl) > 1 else pl[0]
+        ps = ps.strip() or '5432'
+        if not ps.isdigit() or _len(ps) > 5:
+            continue  # libpq refuses it
+        port = _int(ps)
+        if a:
+            e = _net(S, 1, 2, a, port)  # hostaddr: the address connected to
+        elif h == '' or h.startswith('/'):
+            e = _check(S, (h or _dir).rstrip('/') + '/.s.PGSQL.' + _str(port), True, None, False, False, True, True)
+        elif h.startswith('@'):
+            e = _deny(S, 'network', S[13][2],
+                      "Guard network connection to abstract Unix socket '%s' DENIED by implicit default policy." % h[1:],
+                      h, '', '', None, 111)
+        elif h.lower().rstrip('.') == 'localhost' and h.lower().rstrip('.') not in S[5]:
+            e = _net(S, 1, 2, '127.0.0.1', port)
+        elif h.lower().rstrip('.') in S[5] or not S[16] or not _any(S, 1, port, 2):
+            # A pinned name is judged by its addresses; another name cannot be
+            # allowed by a rule (as socket.getaddrinfo of it) unless one takes
+            # any address on that port.
+            e = _net(S, 1, 2, h, port)
+        else:
+            e = None  # an ALLOW rule takes any address there: the OS layer judges the one libpq picks
+        if e is not None:
+            return e
+    return None
+
+
+def _pg_connect_call(S, orig, parse, a, k, _judge=_pg_judge):
+    e = _judge(S, parse, a[0] if a else k.get('dsn'))
+    if e is not None:
+        raise e
+    return orig(*a, **k)
 
 
 # ---------------------------------------------------------------- path functions
