@@ -342,7 +342,8 @@ def _zygote(z, st):
     z.queue = []      # EVAL payloads waiting for a ready child
     z.failures = 0
     z.zombies = []    # children whose end is polled (no pidfd)
-    z.lim = None      # the limits of the last evaluation
+    z.lim = None      # the limits processes forked now set ahead of their request (see _child)
+    z.last = None     # the limits of the last evaluation
     # One processor (a VM with one vCPU): the relay that reads the channel
     # runs only when the zygote lets it (see _release).
     try:
@@ -449,6 +450,7 @@ def _spawn(z, st):
     posix.close(rep_w)
     posix.set_blocking(rep_r, False)
     c = _Child(pid, req_w, rep_r)
+    c.lim = z.lim  # what it sets ahead of its request (see _child)
     z.children.append(c)
     z.fds[rep_r] = c
     z.poll.register(rep_r, z.IN)
@@ -467,6 +469,13 @@ def _host(z, st, kind, p):
     if kind == K_EVAL:
         if len(p) < HEAD:
             raise SystemExit(3)
+        # The limits set ahead by processes forked from now on: those of the
+        # last two evaluations when they were the same, else none (limits
+        # that change from one evaluation to the next would make processes
+        # set ahead unfit, each replaced by a fresh fork).
+        lim = _limits(p)
+        z.lim = lim if lim == z.last else None
+        z.last = lim
         z.queue.append(p)
         _dispatch(z, st)
     elif kind == K_CANCEL:
@@ -490,9 +499,17 @@ def _dispatch(z, st):
         # A process ready, else one still warming up: it stops its warm-up
         # when it sees the request (each warm-up step only moves page faults
         # before a request: with one waiting, it would only delay it).
+        # A process whose limits set ahead do not fit the request's is
+        # ended: it cannot raise them (the processes forked next have the
+        # request's, or none).
+        p = z.queue[0]
+        lim = _limits(p)
         c = None
         for x in z.children:
             if x.eid == 0 and x.status is None and not x.eof and x.reason is None:
+                if not _fits(x.lim, lim):
+                    _kill(x, 'unfit')
+                    continue
                 if x.ready:
                     c = x
                     break
@@ -500,10 +517,7 @@ def _dispatch(z, st):
                     c = x
         if c is None:
             return
-        p = z.queue[0]
-        cpu = int.from_bytes(p[12:16], 'big')
-        mem = int.from_bytes(p[16:24], 'big')
-        z.lim = (cpu, mem)
+        cpu, mem = lim
         z.queue.pop(0)
         eid = int.from_bytes(p[0:8], 'big')
         timeout = int.from_bytes(p[8:12], 'big')
@@ -769,12 +783,33 @@ def _warm_one(z, st, profile):
         pass
 
 
-def _self_limit(z, p):
-    """Set this evaluation process's hard limits (cpu seconds, address space
-    bytes; 0: none) from its request, before it evaluates anything: the guard
-    lets the layer's call through while the pid is in its exempt set."""
-    cpu = int.from_bytes(p[12:16], 'big')
-    mem = int.from_bytes(p[16:24], 'big')
+def _limits(p):
+    """The (cpu seconds, address space bytes) limits of request p (0: none)."""
+    return int.from_bytes(p[12:16], 'big'), int.from_bytes(p[16:24], 'big')
+
+
+def _fits(pre, lim):
+    """Whether a process whose limits were set to pre ahead of its request
+    can take limits lim: each the same, or lower (a hard limit can be lowered,
+    never raised), or none was set ahead."""
+    if pre is None:
+        return True
+    for a, b in zip(pre, lim):
+        if a and not (b and b <= a):
+            return False
+    return True
+
+
+def _self_limit(z, lim, pre=None):
+    """Set this evaluation process's hard limits lim (cpu seconds, address
+    space bytes; 0: none), but those already set to the same value (pre: the
+    limits set ahead of the request, or None), before it evaluates anything:
+    the guard lets the layer's call through while the pid is in its exempt
+    set."""
+    cpu, mem = lim
+    if pre is not None:
+        cpu = 0 if cpu == pre[0] else cpu
+        mem = 0 if mem == pre[1] else mem
     if not cpu and not mem:
         return
     R = z.resource
@@ -816,6 +851,15 @@ def _child(z, st, req, rep):
             except BaseException:
                 pass
         del waiting
+        # The limits of the last evaluations, set now when they were the
+        # same twice in a row (the usual case: a sandbox's evaluations share
+        # them): the request then only finds them in place (setrlimit runs
+        # the guard's audit hook; under QEMU's TCG, about a millisecond on the
+        # evaluation's path). The zygote hands this process only a request
+        # whose limits are these or lower (see _fits).
+        pre = z.lim
+        if pre is not None:
+            _self_limit(z, pre)
         _send_frame(st, K_SPARE, b'')
         f = _readn(posix.read, req, 4)
         if f is None:
@@ -824,7 +868,7 @@ def _child(z, st, req, rep):
         payload = _readn(posix.read, req, n) if n <= MAX_HOST_FRAME else None
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
-        _self_limit(z, payload)
+        _self_limit(z, _limits(payload), pre)
         _evaluate(z, st, payload)
         # The end: when the zygote has relayed the answer and closes the pipe.
         try:
