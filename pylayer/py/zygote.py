@@ -73,6 +73,9 @@ WNOHANG = 1
 
 _EXEC = exec
 _COMPILE = compile
+# The types of results pickled at once (see _outcome), with short strings and
+# ints: exactly these, never a subclass (whose pickle could call its code).
+_SCALARS = frozenset((float, bool, complex, type(None)))
 
 # Imported before the guard is armed (never charged to the profile): what the
 # zygote needs, and the modules of the data types the names may hold (see
@@ -189,6 +192,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     st.io = io
     st.unpickler = _pickle.Unpickler
     st.Pickler = _pickle.Pickler
+    st.dumps = _pickle.dumps
     st.format_exception = traceback.format_exception
     st.denials = sb.sandbox_denials
     st.trim = trim
@@ -341,6 +345,7 @@ def _zygote(z, st):
     z.children = []   # every child not reaped
     z.running = {}    # evaluation id -> child
     z.queue = []      # EVAL payloads waiting for a ready child
+    z.inbuf = bytearray()  # what the host sent, not yet a whole frame
     z.failures = 0
     z.zombies = []    # children whose end is polled (no pidfd)
     z.lim = None      # the limits processes forked now set ahead of their request (see _child)
@@ -379,11 +384,7 @@ def _zygote(z, st):
             events = ()
         for fd, ev in events:
             if fd == z.fd:
-                f = _read_frame(posix.read, z.fd)
-                if f is None:
-                    _shutdown(z)
-                    raise SystemExit(0)
-                _host(z, st, f[0], f[1])
+                _host_input(z, st)
                 continue
             c = z.fds.get(fd)
             if c is None:
@@ -465,6 +466,34 @@ def _spawn(z, st):
         z.fds[c.pidfd] = c
         z.poll.register(c.pidfd, z.IN)
     return None
+
+
+def _host_input(z, st):
+    """Read what the host sent and handle each whole frame: one read for a
+    request and its header, not two (a system call costs tens of
+    microseconds under QEMU's TCG)."""
+    try:
+        data = posix.read(z.fd, 1 << 16)
+    except InterruptedError:
+        return
+    if not data:
+        _shutdown(z)
+        raise SystemExit(0)
+    buf = z.inbuf
+    buf += data
+    i = 0
+    while len(buf) - i >= 5:
+        n = int.from_bytes(buf[i:i + 4], 'big')
+        if n < 1 or n > MAX_HOST_FRAME:
+            raise SystemExit(3)
+        if len(buf) - i < 4 + n:
+            break
+        kind = buf[i + 4]
+        p = bytes(buf[i + 5:i + 4 + n])
+        i += 4 + n
+        _host(z, st, kind, p)
+    if i:
+        del buf[:i]
 
 
 def _host(z, st, kind, p):
@@ -568,7 +597,11 @@ def _readable(z, st, c, drain=False):
     """Read what c wrote. drain: c has ended, read to the end of its pipe."""
     while not c.eof:
         try:
-            data = posix.read(c.rep, 1 << 20)
+            # At most a pipe's capacity (64 KiB), which one read never
+            # exceeds: a larger buffer is above malloc's mmap threshold (128
+            # KiB), an mmap and a munmap for each read (natively about 20
+            # times the cost of the read itself; more under QEMU's TCG).
+            data = posix.read(c.rep, 1 << 16)
         except InterruptedError:
             continue
         except BlockingIOError:
@@ -874,11 +907,7 @@ def _child(z, st, req, rep):
             except BaseException:
                 z.pre = None
         _send_frame(st, K_SPARE, b'')
-        f = _readn(posix.read, req, 4)
-        if f is None:
-            posix._exit(0)  # the zygote let it go
-        n = int.from_bytes(f, 'big')
-        payload = _readn(posix.read, req, n) if n <= MAX_HOST_FRAME else None
+        payload = _take_request(req)
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
         _self_limit(z, _limits(payload), pre)
@@ -896,6 +925,37 @@ def _child(z, st, req, rep):
         code = 1
     finally:
         posix._exit(code)
+
+
+def _take_request(req):
+    """The request the zygote hands over on req (its length, then the EVAL
+    payload, in one write: usually one read); exits when the zygote let the
+    process go; None when it is malformed."""
+    while True:
+        try:
+            b = posix.read(req, 1 << 16)
+            break
+        except InterruptedError:
+            continue
+    if not b:
+        posix._exit(0)  # the zygote let it go
+    if len(b) < 4:
+        more = _readn(posix.read, req, 4 - len(b))
+        if more is None:
+            return None
+        b += more
+    n = int.from_bytes(b[:4], 'big')
+    if n > MAX_HOST_FRAME:
+        return None
+    payload = b[4:]
+    if len(payload) < n:
+        more = _readn(posix.read, req, n - len(payload))
+        if more is None:
+            return None
+        payload += more
+    if len(payload) != n:
+        return None
+    return payload
 
 
 def _single(z, st):
@@ -973,6 +1033,11 @@ def _outcome(z, st, p):
         return _exc(z, st, eid, e, mem=mem)
     if mode == 'exec':
         r = _data_names(st, r)
+    elif type(r) in _SCALARS or (type(r) in (str, bytes) and len(r) <= 4096) \
+            or (type(r) is int and r.bit_length() <= 32768):
+        # A number, a short string, None...: its pickle at once (the same
+        # bytes as through the bounded sink, without its Python-level calls).
+        return K_RESULT, eid.to_bytes(8, 'big') + st.dumps(r, 5)
     sink = st.Sink()
     try:
         st.Pickler(sink, 5).dump(r)
