@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -284,6 +285,58 @@ func TestZygoteHardLimits(t *testing.T) {
 	}
 	if v := tz.value(t, "len(bytes(10**6))"); v != int64(1000000) {
 		t.Errorf("after memory: %v", v)
+	}
+}
+
+// TestZygoteLimitsSetAhead: once two evaluations in a row have the same
+// limits, the processes forked next set them before their request arrives;
+// each evaluation still runs under exactly its own limits: the same ones, lower
+// ones (lowered at the request), higher ones (the process set ahead cannot
+// raise them: it is replaced by a fresh one), and the memory limit set ahead
+// turns a huge allocation into MemoryError.
+func TestZygoteLimitsSetAhead(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true})
+	const probe = "(__import__('resource').getrlimit(__import__('resource').RLIMIT_CPU), " +
+		"__import__('resource').getrlimit(__import__('resource').RLIMIT_AS), __import__('os').getpid())"
+	check := func(name string, cpu int64, mem int64) int64 {
+		t.Helper()
+		r := tz.eval(t, EvalRequest{Source: probe, CPU: time.Duration(cpu) * time.Second, Memory: uint64(mem)})
+		if r.Result == nil {
+			t.Fatalf("%s: no result: %+v %+v", name, r.Exception, r.Ended)
+		}
+		v, err := transport.Unpickle(r.Result, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tu := v.(transport.Tuple)
+		want := transport.Tuple{transport.Tuple{cpu, cpu + 1}, transport.Tuple{mem, mem}}
+		if !transport.Equal(tu[:2], want) {
+			t.Errorf("%s: limits (cpu, as) %v, want %v", name, tu[:2], want)
+		}
+		return tu[2].(int64)
+	}
+	const a, big, low = 512 << 20, 1 << 30, 256 << 20
+	pids := map[int64]bool{}
+	for i := range 4 {
+		pids[check("same limits "+strconv.Itoa(i), 5, a)] = true
+	}
+	pids[check("higher limits", 10, big)] = true
+	check("same again", 5, a)
+	check("same again", 5, a) // the next process has them set ahead
+	pids[check("lower limits", 2, low)] = true
+	if len(pids) != 6 {
+		t.Errorf("%d distinct processes for 6 evaluations", len(pids))
+	}
+	check("same again", 5, a)
+	check("same again", 5, a)
+	r := tz.eval(t, EvalRequest{Source: "len(bytes(600 << 20))", CPU: 5 * time.Second, Memory: a})
+	if x := r.Exception; x == nil || x.Qualname != "MemoryError" || x.Budget != "memory" || x.Limit != a {
+		t.Errorf("memory under limits set ahead: %+v %+v", r.Exception, r.Ended)
+	}
+	// No limit at all after limits set ahead: a fresh process without them.
+	r = tz.eval(t, EvalRequest{Source: "len(bytes(600 << 20))"})
+	if r.Result == nil {
+		t.Errorf("no limits after limits set ahead: %+v %+v", r.Exception, r.Ended)
 	}
 }
 

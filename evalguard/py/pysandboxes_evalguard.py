@@ -3627,7 +3627,35 @@ def run(src, names=None, profile=None, mode='eval', filename='<eval>'):
     return _run(P, src, names, mode, filename, None)
 
 
-def _run(P, src, names, mode, filename, engine):
+def ready(profile=None):
+    """Make the state of one evaluation under profile now, before its source is
+    known, and return run1(src, names=None, mode='eval', filename='<eval>'),
+    which runs it as run does, once. For a process that waits for its one
+    evaluation (the eval layer's zygote forks them): what does not depend on
+    the source (the state, its helpers, the builtins and their shims) is built
+    while it waits; the budgets start when run1 is called. Nothing else is
+    kept: run1 checks, rewrites and compiles the source as run does."""
+    P = compile_profile(profile if profile is not None else {})
+    if P.namespace == 'caller':
+        st = None
+    else:
+        st = _State(P, None)
+        st.builtins()
+    used = []
+
+    def run1(src, names=None, mode='eval', filename='<eval>'):
+        if used:
+            raise RuntimeError('eval guard: a state made by ready() serves one evaluation')
+        used.append(True)
+        if mode not in ('eval', 'exec'):
+            raise ValueError("eval guard: mode must be 'eval' or 'exec', not %r" % (mode,))
+        if st is not None:
+            st.rearm()  # its budgets count from now
+        return _run(P, src, names, mode, filename, None, st)
+    return run1
+
+
+def _run(P, src, names, mode, filename, engine, st=None):
     if P.namespace == 'caller':
         ns = dict(names or {})
         before = dict(ns)
@@ -3636,7 +3664,8 @@ def _run(P, src, names, mode, filename, engine):
             return _eval(code, ns)
         _exec(code, ns)
         return _bound(ns, before)
-    st = _State(P, engine)
+    if st is None:
+        st = _State(P, engine)
     try:
         code, writable = _prepare(P, _text(src), mode, filename)
     except Rejected as e:

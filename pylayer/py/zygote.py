@@ -73,6 +73,9 @@ WNOHANG = 1
 
 _EXEC = exec
 _COMPILE = compile
+# The types of results pickled at once (see _outcome), with short strings and
+# ints: exactly these, never a subclass (whose pickle could call its code).
+_SCALARS = frozenset((float, bool, complex, type(None)))
 
 # Imported before the guard is armed (never charged to the profile): what the
 # zygote needs, and the modules of the data types the names may hold (see
@@ -189,6 +192,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     st.io = io
     st.unpickler = _pickle.Unpickler
     st.Pickler = _pickle.Pickler
+    st.dumps = _pickle.dumps
     st.format_exception = traceback.format_exception
     st.denials = sb.sandbox_denials
     st.trim = trim
@@ -227,6 +231,7 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
         __import__(entry)
         mod = sys.modules[entry]
         z.run = mod.run
+        z.ready = getattr(mod, 'ready', None)
         z.describe = getattr(mod, 'describe', None)
         if setup['profiles']:
             profiles = st.Unpickler(io.BytesIO(setup['profiles'])).load()
@@ -340,9 +345,12 @@ def _zygote(z, st):
     z.children = []   # every child not reaped
     z.running = {}    # evaluation id -> child
     z.queue = []      # EVAL payloads waiting for a ready child
+    z.inbuf = bytearray()  # what the host sent, not yet a whole frame
     z.failures = 0
     z.zombies = []    # children whose end is polled (no pidfd)
-    z.lim = None      # the limits of the last evaluation
+    z.lim = None      # the limits processes forked now set ahead of their request (see _child)
+    z.profile = next(iter(z.profiles), None)  # the profile of the last evaluation
+    z.last = None     # the limits of the last evaluation
     # One processor (a VM with one vCPU): the relay that reads the channel
     # runs only when the zygote lets it (see _release).
     try:
@@ -376,11 +384,7 @@ def _zygote(z, st):
             events = ()
         for fd, ev in events:
             if fd == z.fd:
-                f = _read_frame(posix.read, z.fd)
-                if f is None:
-                    _shutdown(z)
-                    raise SystemExit(0)
-                _host(z, st, f[0], f[1])
+                _host_input(z, st)
                 continue
             c = z.fds.get(fd)
             if c is None:
@@ -449,6 +453,7 @@ def _spawn(z, st):
     posix.close(rep_w)
     posix.set_blocking(rep_r, False)
     c = _Child(pid, req_w, rep_r)
+    c.lim = z.lim  # what it sets ahead of its request (see _child)
     z.children.append(c)
     z.fds[rep_r] = c
     z.poll.register(rep_r, z.IN)
@@ -463,10 +468,47 @@ def _spawn(z, st):
     return None
 
 
+def _host_input(z, st):
+    """Read what the host sent and handle each whole frame: one read for a
+    request and its header, not two (a system call costs tens of
+    microseconds under QEMU's TCG)."""
+    try:
+        data = posix.read(z.fd, 1 << 16)
+    except InterruptedError:
+        return
+    if not data:
+        _shutdown(z)
+        raise SystemExit(0)
+    buf = z.inbuf
+    buf += data
+    i = 0
+    while len(buf) - i >= 5:
+        n = int.from_bytes(buf[i:i + 4], 'big')
+        if n < 1 or n > MAX_HOST_FRAME:
+            raise SystemExit(3)
+        if len(buf) - i < 4 + n:
+            break
+        kind = buf[i + 4]
+        p = bytes(buf[i + 5:i + 4 + n])
+        i += 4 + n
+        _host(z, st, kind, p)
+    if i:
+        del buf[:i]
+
+
 def _host(z, st, kind, p):
     if kind == K_EVAL:
         if len(p) < HEAD:
             raise SystemExit(3)
+        # The limits set ahead by processes forked from now on: those of the
+        # last two evaluations when they were the same, else none (limits
+        # that change from one evaluation to the next would make processes
+        # set ahead unfit, each replaced by a fresh fork).
+        lim = _limits(p)
+        z.lim = lim if lim == z.last else None
+        z.last = lim
+        n = int.from_bytes(p[HEAD:HEAD + 2], 'big')
+        z.profile = p[HEAD + 2:HEAD + 2 + n].decode('utf-8', 'replace')
         z.queue.append(p)
         _dispatch(z, st)
     elif kind == K_CANCEL:
@@ -490,9 +532,17 @@ def _dispatch(z, st):
         # A process ready, else one still warming up: it stops its warm-up
         # when it sees the request (each warm-up step only moves page faults
         # before a request: with one waiting, it would only delay it).
+        # A process whose limits set ahead do not fit the request's is
+        # ended: it cannot raise them (the processes forked next have the
+        # request's, or none).
+        p = z.queue[0]
+        lim = _limits(p)
         c = None
         for x in z.children:
             if x.eid == 0 and x.status is None and not x.eof and x.reason is None:
+                if not _fits(x.lim, lim):
+                    _kill(x, 'unfit')
+                    continue
                 if x.ready:
                     c = x
                     break
@@ -500,10 +550,7 @@ def _dispatch(z, st):
                     c = x
         if c is None:
             return
-        p = z.queue[0]
-        cpu = int.from_bytes(p[12:16], 'big')
-        mem = int.from_bytes(p[16:24], 'big')
-        z.lim = (cpu, mem)
+        cpu, mem = lim
         z.queue.pop(0)
         eid = int.from_bytes(p[0:8], 'big')
         timeout = int.from_bytes(p[8:12], 'big')
@@ -550,7 +597,11 @@ def _readable(z, st, c, drain=False):
     """Read what c wrote. drain: c has ended, read to the end of its pipe."""
     while not c.eof:
         try:
-            data = posix.read(c.rep, 1 << 20)
+            # At most a pipe's capacity (64 KiB), which one read never
+            # exceeds: a larger buffer is above malloc's mmap threshold (128
+            # KiB), an mmap and a munmap for each read (natively about 20
+            # times the cost of the read itself; more under QEMU's TCG).
+            data = posix.read(c.rep, 1 << 16)
         except InterruptedError:
             continue
         except BlockingIOError:
@@ -769,12 +820,33 @@ def _warm_one(z, st, profile):
         pass
 
 
-def _self_limit(z, p):
-    """Set this evaluation process's hard limits (cpu seconds, address space
-    bytes; 0: none) from its request, before it evaluates anything: the guard
-    lets the layer's call through while the pid is in its exempt set."""
-    cpu = int.from_bytes(p[12:16], 'big')
-    mem = int.from_bytes(p[16:24], 'big')
+def _limits(p):
+    """The (cpu seconds, address space bytes) limits of request p (0: none)."""
+    return int.from_bytes(p[12:16], 'big'), int.from_bytes(p[16:24], 'big')
+
+
+def _fits(pre, lim):
+    """Whether a process whose limits were set to pre ahead of its request
+    can take limits lim: each the same, or lower (a hard limit can be lowered,
+    never raised), or none was set ahead."""
+    if pre is None:
+        return True
+    for a, b in zip(pre, lim):
+        if a and not (b and b <= a):
+            return False
+    return True
+
+
+def _self_limit(z, lim, pre=None):
+    """Set this evaluation process's hard limits lim (cpu seconds, address
+    space bytes; 0: none), but those already set to the same value (pre: the
+    limits set ahead of the request, or None), before it evaluates anything:
+    the guard lets the layer's call through while the pid is in its exempt
+    set."""
+    cpu, mem = lim
+    if pre is not None:
+        cpu = 0 if cpu == pre[0] else cpu
+        mem = 0 if mem == pre[1] else mem
     if not cpu and not mem:
         return
     R = z.resource
@@ -816,15 +888,29 @@ def _child(z, st, req, rep):
             except BaseException:
                 pass
         del waiting
+        # The limits of the last evaluations, set now when they were the
+        # same twice in a row (the usual case: a sandbox's evaluations share
+        # them): the request then only finds them in place (setrlimit runs
+        # the guard's audit hook; under QEMU's TCG, about a millisecond on the
+        # evaluation's path). The zygote hands this process only a request
+        # whose limits are these or lower (see _fits).
+        pre = z.lim
+        if pre is not None:
+            _self_limit(z, pre)
+        # The eval guard's state for an evaluation under the profile of the
+        # last one (its helpers, builtins and shims: under TCG, about half a
+        # millisecond), made while the process waits (see the guard's ready).
+        z.pre = None
+        if z.ready is not None and z.profile in z.profiles:
+            try:
+                z.pre = (z.profile, z.ready(z.profiles[z.profile]))
+            except BaseException:
+                z.pre = None
         _send_frame(st, K_SPARE, b'')
-        f = _readn(posix.read, req, 4)
-        if f is None:
-            posix._exit(0)  # the zygote let it go
-        n = int.from_bytes(f, 'big')
-        payload = _readn(posix.read, req, n) if n <= MAX_HOST_FRAME else None
+        payload = _take_request(req)
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
-        _self_limit(z, payload)
+        _self_limit(z, _limits(payload), pre)
         _evaluate(z, st, payload)
         # The end: when the zygote has relayed the answer and closes the pipe.
         try:
@@ -839,6 +925,37 @@ def _child(z, st, req, rep):
         code = 1
     finally:
         posix._exit(code)
+
+
+def _take_request(req):
+    """The request the zygote hands over on req (its length, then the EVAL
+    payload, in one write: usually one read); exits when the zygote let the
+    process go; None when it is malformed."""
+    while True:
+        try:
+            b = posix.read(req, 1 << 16)
+            break
+        except InterruptedError:
+            continue
+    if not b:
+        posix._exit(0)  # the zygote let it go
+    if len(b) < 4:
+        more = _readn(posix.read, req, 4 - len(b))
+        if more is None:
+            return None
+        b += more
+    n = int.from_bytes(b[:4], 'big')
+    if n > MAX_HOST_FRAME:
+        return None
+    payload = b[4:]
+    if len(payload) < n:
+        more = _readn(posix.read, req, n - len(payload))
+        if more is None:
+            return None
+        payload += more
+    if len(payload) != n:
+        return None
+    return payload
 
 
 def _single(z, st):
@@ -905,12 +1022,22 @@ def _outcome(z, st, p):
         else:
             names = {}
         del names_b
-        r = z.run(src, names, prof, mode, filename)
+        pre = getattr(z, 'pre', None)
+        if pre is not None and pre[0] == profile:
+            z.pre = None
+            r = pre[1](src, names, mode, filename)
+        else:
+            r = z.run(src, names, prof, mode, filename)
         del names
     except BaseException as e:
         return _exc(z, st, eid, e, mem=mem)
     if mode == 'exec':
         r = _data_names(st, r)
+    elif type(r) in _SCALARS or (type(r) in (str, bytes) and len(r) <= 4096) \
+            or (type(r) is int and r.bit_length() <= 32768):
+        # A number, a short string, None...: its pickle at once (the same
+        # bytes as through the bounded sink, without its Python-level calls).
+        return K_RESULT, eid.to_bytes(8, 'big') + st.dumps(r, 5)
     sink = st.Sink()
     try:
         st.Pickler(sink, 5).dump(r)
