@@ -327,13 +327,22 @@ func (r *run) start(ctx context.Context) (int, error) {
 }
 
 // forward relays the signals the placeholder forwards to the program, until
-// the lifeline closes.
+// the lifeline closes. A placeholder that ends first was killed: the program
+// is killed with it, as a program with its supervisor under the other
+// providers.
 func (r *run) forward() {
 	var b [16]byte
 	for {
 		n, err := r.life.Read(b[:])
 		for _, s := range b[:n] {
 			r.signal(syscall.Signal(s))
+		}
+		if errors.Is(err, io.EOF) {
+			select {
+			case <-r.done:
+			default:
+				r.ent.v.signal(r.proc, syscall.SIGKILL)
+			}
 		}
 		if err != nil {
 			return
