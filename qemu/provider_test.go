@@ -467,12 +467,16 @@ func hostRelease(t *testing.T) string {
 // N" on both streams and exits with status 7 (after, with children, the
 // signals pending for its child). argv[1] is handle, ignore (the signal is
 // ignored, SIGUSR2 handled) or children (a child that blocks the signal);
-// argv[4] the RLIMIT_NOFILE it must have, or "-".
+// argv[4] the RLIMIT_NOFILE it must have, or "-". It runs under SCHED_OTHER
+// (the guest's init does not).
 const signalProgram = `
 import os, resource, signal, sys, time
 mode, sig, sync, nofile = sys.argv[1], signal.Signals(int(sys.argv[2])), sys.argv[3], sys.argv[4]
 if nofile != "-" and resource.getrlimit(resource.RLIMIT_NOFILE)[0] != int(nofile):
     print("nofile", resource.getrlimit(resource.RLIMIT_NOFILE), flush=True)
+    sys.exit(9)
+if os.sched_getscheduler(0) != os.SCHED_OTHER:
+    print("policy", os.sched_getscheduler(0), flush=True)
     sys.exit(9)
 child = None
 def handler(s, f):

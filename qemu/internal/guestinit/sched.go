@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -38,20 +39,31 @@ func setScheduler(tid, policy int) error {
 // another CPU would have found it. Programs run under SCHED_OTHER (stage 2
 // sets it back for the program).
 func batchInit() error {
-	for range 3 {
+	// Until a pass finds every thread under SCHED_BATCH: a thread made during
+	// a pass by one not set yet would otherwise be missed.
+	for range 100 {
 		ents, err := os.ReadDir("/proc/self/task")
 		if err != nil {
 			return err
 		}
+		changed := false
 		for _, e := range ents {
 			tid, err := strconv.Atoi(e.Name())
 			if err != nil {
 				continue
 			}
+			pol, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+			if e == syscall.ESRCH || (e == 0 && pol == schedBatch) {
+				continue
+			}
 			if err := setScheduler(tid, schedBatch); err != nil && err != syscall.ESRCH {
 				return fmt.Errorf("SCHED_BATCH for thread %d: %w", tid, err)
 			}
+			changed = true
+		}
+		if !changed {
+			return nil
 		}
 	}
-	return nil
+	return errors.New("SCHED_BATCH: the init's threads keep changing")
 }

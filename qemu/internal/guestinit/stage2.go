@@ -2,12 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -122,6 +124,7 @@ func stage2() int {
 			if err != nil {
 				return // the init closed it: the program ended
 			}
+			settle(pid)
 			unix.PidfdSendSignal(pidfd, unix.Signal(b), nil, 0)
 		}
 	}()
@@ -142,6 +145,47 @@ func stage2() int {
 			return 0
 		}
 	}
+}
+
+// settle waits, a bounded time, until the program is not held runnable by
+// another task of the guest: asleep, stopped, ended, or past 2 ms of its own
+// time on a CPU since it began.
+//
+// On a host the program has a CPU while the host reads its output and
+// answers with a signal, and is past its write (and into what it does next)
+// when the signal comes. On the guest's one CPU it may have been preempted
+// inside that write, or just after it, and have stood still since: a signal
+// delivered then lands in the middle of the write (CPython runs the handler
+// inside print's flush, where the handler's own print fails with "reentrant
+// call") or between CPython's last check of its signals and the sleep it was
+// entering (which then sleeps on). Letting it run first delivers the signal
+// where a program with a CPU of its own would have been.
+func settle(pid int) {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	start, ok := onCPU(pid)
+	for ok && time.Now().Before(deadline) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(st, ')')
+		if err != nil || i < 0 || i+2 >= len(st) || st[i+2] != 'R' {
+			return
+		}
+		if t, ok := onCPU(pid); !ok || t-start >= 2e6 {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// onCPU is the time the program's main thread has spent on a CPU, in
+// nanoseconds (/proc/pid/schedstat).
+func onCPU(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0, false
+	}
+	var t int64
+	_, err = fmt.Sscan(string(b), &t)
+	return t, err == nil
 }
 
 // readLine reads a line (without its newline) of at most max bytes.
