@@ -147,9 +147,9 @@ func stage2() int {
 	}
 }
 
-// settle waits, a bounded time, until the program is not held runnable by
-// another task of the guest: asleep, stopped, ended, or past 2 ms of its own
-// time on a CPU since it began.
+// settle waits, a bounded time (100 ms), until the program is not held
+// runnable by another task of the guest: asleep, stopped or gone, or after
+// 2 ms of its own on a CPU since the signal came (a program that computes).
 //
 // On a host the program has a CPU while the host reads its output and
 // answers with a signal, and is past its write (and into what it does next)
@@ -162,14 +162,14 @@ func stage2() int {
 // where a program with a CPU of its own would have been.
 func settle(pid int) {
 	deadline := time.Now().Add(100 * time.Millisecond)
-	start, ok := onCPU(pid)
-	for ok && time.Now().Before(deadline) {
+	start, timed := onCPU(pid)
+	for time.Now().Before(deadline) {
 		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		i := bytes.LastIndexByte(st, ')')
 		if err != nil || i < 0 || i+2 >= len(st) || st[i+2] != 'R' {
 			return
 		}
-		if t, ok := onCPU(pid); !ok || t-start >= 2e6 {
+		if t, ok := onCPU(pid); timed && ok && t-start >= 2e6 {
 			return
 		}
 		time.Sleep(100 * time.Microsecond)
