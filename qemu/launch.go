@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -24,8 +25,16 @@ import (
 
 // placeholderMarker is argv[0] of the host process that stands for a program
 // of a VM (what the Sandbox waits for and kills): the host binary started
-// again, which waits for its descriptor 3 to reach end of file.
+// again, which waits for its descriptor 3 (a socket, the lifeline) to reach
+// end of file, and sends the signals it gets that it forwards on it (one byte
+// each), which the host relays to the program.
 const placeholderMarker = "pysandboxes-qemu-program"
+
+// forwardedSignals are the signals the placeholder forwards to the program,
+// those the supervisor of the other providers forwards. Another signal ends
+// the placeholder (its default action), and the program with it.
+var forwardedSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+	syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGWINCH, syscall.SIGCONT, syscall.SIGALRM}
 
 // placeholderMain takes the process over when it is a placeholder.
 func placeholderMain() {
@@ -33,6 +42,13 @@ func placeholderMain() {
 		return
 	}
 	f := os.NewFile(3, "lifeline")
+	sigs := make(chan os.Signal, 16)
+	signal.Notify(sigs, forwardedSignals...)
+	go func() {
+		for s := range sigs {
+			f.Write([]byte{byte(s.(syscall.Signal))})
+		}
+	}()
 	var b [1]byte
 	f.Read(b[:])
 	os.Exit(0)
@@ -145,11 +161,13 @@ func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog
 			dups = append(dups, d)
 		}
 	}
-	life, lifeW, err := os.Pipe()
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		closeDups()
 		return nil, err
 	}
+	unix.SetNonblock(pair[0], true)
+	lifeW, life := os.NewFile(uintptr(pair[0]), "lifeline"), os.NewFile(uintptr(pair[1]), "lifeline")
 	cmd := exec.Command("/proc/self/exe")
 	cmd.Args = []string{placeholderMarker}
 	cmd.Env = []string{}
@@ -219,7 +237,7 @@ type run struct {
 	req    *driver.Request
 	extra  []hostFD
 	dups   []*os.File
-	life   *os.File // the placeholder's lifeline (closing it ends the placeholder)
+	life   *os.File // the placeholder's lifeline (closing it ends the placeholder; it sends signals)
 	lifeR  *os.File
 	logger *slog.Logger
 	cmd    *exec.Cmd
@@ -304,7 +322,32 @@ func (r *run) start(ctx context.Context) (int, error) {
 	r.lifeR.Close()
 	r.done = make(chan struct{})
 	go r.watch()
+	go r.forward()
 	return cmd.Process.Pid, nil
+}
+
+// forward relays the signals the placeholder forwards to the program, until
+// the lifeline closes. A placeholder that ends first was killed: the program
+// is killed with it, as a program with its supervisor under the other
+// providers.
+func (r *run) forward() {
+	var b [16]byte
+	for {
+		n, err := r.life.Read(b[:])
+		for _, s := range b[:n] {
+			r.signal(syscall.Signal(s))
+		}
+		if errors.Is(err, io.EOF) {
+			select {
+			case <-r.done:
+			default:
+				r.ent.v.signal(r.proc, syscall.SIGKILL)
+			}
+		}
+		if err != nil {
+			return
+		}
+	}
 }
 
 // startError reports a program the guest could not start.
@@ -328,7 +371,6 @@ func (e *startError) Unwrap() error {
 // watch waits for the program's end and its output, then ends the
 // placeholder.
 func (r *run) watch() {
-	defer close(r.done)
 	p := r.proc
 	<-p.exitCh
 	deadline := time.NewTimer(5 * time.Second)
@@ -348,6 +390,7 @@ func (r *run) watch() {
 		r.err = p.lostErr
 	}
 	r.c.pool.release(r.ent, p.lostErr != nil)
+	close(r.done)
 	r.life.Close()
 }
 
@@ -363,26 +406,39 @@ func (r *run) signal(sig os.Signal) error {
 	if !ok || r.proc == nil {
 		return errors.New("qemu: unsupported signal")
 	}
+	if s < 0 || s > 64 {
+		return fmt.Errorf("qemu: signal %d: %w", int(s), syscall.EINVAL)
+	}
 	select {
 	case <-r.done:
 		return os.ErrProcessDone
 	default:
 	}
+	if s == 0 { // the program runs
+		return nil
+	}
 	return r.ent.v.signal(r.proc, s)
 }
 
 // status is the program's wait status, once the placeholder has exited. A
-// placeholder killed while the program still runs (the guest did not answer
-// the kill) ends the VM.
+// placeholder that ended while the program still runs was killed: the program
+// is killed with it (as a program with its supervisor under the other
+// providers), and a guest that does not answer the kill within 2 s ends
+// with its VM.
 func (r *run) status() (syscall.WaitStatus, error) {
 	if r.done == nil {
 		return 0, errors.New("qemu: not started")
 	}
 	select {
 	case <-r.done:
-	case <-time.After(2 * time.Second):
-		r.ent.v.kill()
-		<-r.done
+	default:
+		r.ent.v.signal(r.proc, syscall.SIGKILL)
+		select {
+		case <-r.done:
+		case <-time.After(2 * time.Second):
+			r.ent.v.kill()
+			<-r.done
+		}
 	}
 	return r.wstatus, r.err
 }

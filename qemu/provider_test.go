@@ -1,6 +1,7 @@
 package qemu_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -461,43 +462,251 @@ func hostRelease(t *testing.T) string {
 	return strings.TrimSpace(string(b))
 }
 
-// TestSignalForwarded: a signal sent to the Cmd reaches the program in the
-// guest.
-func TestSignalForwarded(t *testing.T) {
-	// Known defect, not fixed yet: in about half of the runs the program ends
-	// with status 1 and none of its output after the SIGTERM (as if its
-	// handler's write failed), or its end is seen only when its sleep ends.
-	// Run with PYSANDBOXES_QEMU_SIGNAL_TEST=1 to reproduce it.
-	if os.Getenv("PYSANDBOXES_QEMU_SIGNAL_TEST") == "" {
-		t.Skip("known defect: a SIGTERM relayed to a program in the guest loses its handler's output in about half of the runs (docs/providers/qemu.md, Limits); set PYSANDBOXES_QEMU_SIGNAL_TEST=1 to run")
+// signalProgram handles (or ignores) the signal argv[2], says "ready" on both
+// streams (the one the host waits on last) and sleeps. Its handler writes "got
+// N" on both streams and exits with status 7 (after, with children, the
+// signals pending for its child). argv[1] is handle, ignore (the signal is
+// ignored, SIGUSR2 handled) or children (a child that blocks the signal);
+// argv[4] the RLIMIT_NOFILE it must have, or "-". It runs under SCHED_OTHER
+// (the guest's init does not).
+const signalProgram = `
+import os, resource, signal, sys, time
+mode, sig, sync, nofile = sys.argv[1], signal.Signals(int(sys.argv[2])), sys.argv[3], sys.argv[4]
+if nofile != "-" and resource.getrlimit(resource.RLIMIT_NOFILE)[0] != int(nofile):
+    print("nofile", resource.getrlimit(resource.RLIMIT_NOFILE), flush=True)
+    sys.exit(9)
+if os.sched_getscheduler(0) != os.SCHED_OTHER:
+    print("policy", os.sched_getscheduler(0), flush=True)
+    sys.exit(9)
+child = None
+def handler(s, f):
+    if child:
+        st = dict(l.split(":") for l in open("/proc/%d/status" % child))
+        print("child pending", st["SigPnd"].strip(), st["ShdPnd"].strip(), flush=True)
+    for st in (sys.stdout, sys.stderr):
+        print("got", s, file=st, flush=True)
+    sys.exit(7)
+if mode == "ignore":
+    signal.signal(sig, signal.SIG_IGN)
+    signal.signal(signal.SIGUSR2, handler)
+else:
+    signal.signal(sig, handler)
+if mode == "children":
+    signal.pthread_sigmask(signal.SIG_BLOCK, [sig])
+    child = os.fork()
+    if child == 0:
+        time.sleep(120)
+        os._exit(0)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [sig])
+streams = [sys.stderr, sys.stdout] if sync == "stdout" else [sys.stdout, sys.stderr]
+for st in streams:
+    print("ready", file=st, flush=True)
+time.sleep(120)
+sys.exit(3)
+`
+
+// signalCase is one run of signalProgram.
+type signalCase struct {
+	name string
+	mode string
+	sig  syscall.Signal
+	// send: the signals the host sends, in order; viaHost: with kill(2) to
+	// the process that stands for the program on the host (Cmd.Pid), not
+	// Cmd.Signal.
+	send    []syscall.Signal
+	viaHost bool
+	// stdout, stderr: nil, buffer, file or pipe (one at least a pipe: the
+	// host waits for "ready" there).
+	stdout, stderr string
+}
+
+// runSignalCase runs c in sb and checks the program's end and output: for a
+// handled signal, the handler's output on both streams and exit status 7;
+// for SIGKILL, the signal in the ExitError.
+func runSignalCase(t *testing.T, sb *pysandboxes.Sandbox, c signalCase, nofile string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	syncName, syncIdx := "stdout", 0
+	if c.stdout != "pipe" {
+		syncName, syncIdx = "stderr", 1
 	}
-	sb, _ := sandbox(t)
-	cmd := sb.Command(context.Background(), python, "-c", `
-import signal, sys, time
-signal.signal(signal.SIGTERM, lambda s, f: (print("got", s, flush=True), sys.exit(7)))
-print("ready", flush=True)
-time.sleep(120)`)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
+	cmd := sb.Command(ctx, python, "-c", signalProgram, c.mode, fmt.Sprint(int(c.sig)), syncName, nofile)
+	kinds := [2]string{c.stdout, c.stderr}
+	var got [2]func() string
+	var readers sync.WaitGroup
+	var syncR *bufio.Reader
+	for i, kind := range kinds {
+		set := func(w io.Writer) {
+			if i == 0 {
+				cmd.Stdout = w
+			} else {
+				cmd.Stderr = w
+			}
+		}
+		switch kind {
+		case "nil":
+		case "buffer":
+			b := &bytes.Buffer{}
+			set(b)
+			got[i] = b.String
+		case "file":
+			f, err := os.Create(filepath.Join(t.TempDir(), "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			set(f)
+			got[i] = func() string { b, _ := os.ReadFile(f.Name()); return string(b) }
+		case "pipe":
+			pipe := cmd.StdoutPipe
+			if i == 1 {
+				pipe = cmd.StderrPipe
+			}
+			r, err := pipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == syncIdx {
+				syncR = bufio.NewReader(r)
+				continue
+			}
+			b := &bytes.Buffer{}
+			readers.Add(1)
+			go func() {
+				defer readers.Done()
+				io.Copy(b, r)
+			}()
+			got[i] = b.String
+		default:
+			t.Fatalf("stream kind %q", kind)
+		}
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(out, buf); err != nil || string(buf) != "ready\n" {
-		cmd.Terminate()
-		cmd.Wait()
-		t.Fatalf("the program did not start: %q, %v", buf, err)
+	var prefix string
+	for !strings.HasSuffix(prefix, "ready\n") {
+		l, err := syncR.ReadString('\n')
+		prefix += l
+		if err != nil {
+			cmd.Terminate()
+			readers.Wait()
+			cmd.Wait()
+			t.Fatalf("the program did not get ready: %q, %v", prefix, err)
+		}
 	}
-	if err := cmd.Signal(syscall.SIGTERM); err != nil {
-		t.Fatalf("Signal: %v", err)
+	for _, s := range c.send {
+		var err error
+		if c.viaHost {
+			err = syscall.Kill(cmd.Pid(), s)
+		} else {
+			err = cmd.Signal(s)
+		}
+		if err != nil {
+			t.Errorf("sending %v: %v", s, err)
+		}
 	}
-	rest, _ := io.ReadAll(out)
-	err = cmd.Wait()
+	rest, _ := io.ReadAll(syncR)
+	readers.Wait()
+	err := cmd.Wait()
+	syncOut := prefix + string(rest)
+	got[syncIdx] = func() string { return syncOut }
+
+	want := [2]string{"ready\n", "ready\n"}
+	last := c.send[len(c.send)-1]
 	var ee *pysandboxes.ExitError
-	if !errors.As(err, &ee) || ee.ExitCode() != 7 || string(rest) != "got 15\n" {
-		t.Fatalf("after SIGTERM: %q, %v (want \"got 15\", exit status 7)", rest, err)
+	if last == syscall.SIGKILL {
+		if !errors.As(err, &ee) || !ee.Status.Signaled() || ee.Status.Signal() != syscall.SIGKILL || ee.Err != nil {
+			t.Errorf("after SIGKILL: %v, want the program killed by SIGKILL", err)
+		}
+	} else {
+		if !errors.As(err, &ee) || ee.Status.Signaled() || ee.ExitCode() != 7 || ee.Err != nil {
+			t.Errorf("after %v: %v, want exit status 7 (the handler's)", c.send, err)
+		}
+		if c.mode == "children" {
+			// The child blocks the signal: had it been sent to it too (to the
+			// process group), it would be pending there.
+			want[0] += "child pending 0000000000000000 0000000000000000\n"
+		}
+		for i := range want {
+			want[i] += fmt.Sprintf("got %d\n", int(last))
+		}
+	}
+	for i, kind := range kinds {
+		if got[i] == nil {
+			continue
+		}
+		if g := got[i](); g != want[i] {
+			t.Errorf("%s (%s): %q, want %q", []string{"stdout", "stderr"}[i], kind, g, want[i])
+		}
+	}
+}
+
+// TestSignalForwarded: a signal sent to the Cmd (or to the process that stands
+// for the program on the host) reaches the program in the guest, and only the
+// program, whatever its standard streams are: a handled signal runs the
+// handler, whose output arrives and whose exit status is the program's; an
+// ignored signal is ignored; SIGKILL kills. The VM goes on serving the
+// sandbox.
+func TestSignalForwarded(t *testing.T) {
+	sb, _ := sandbox(t)
+	for _, c := range []signalCase{
+		{name: "SIGTERM", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, stdout: "pipe", stderr: "nil"},
+		{name: "SIGINT", mode: "handle", sig: syscall.SIGINT, send: []syscall.Signal{syscall.SIGINT}, stdout: "pipe", stderr: "buffer"},
+		{name: "SIGUSR1", mode: "handle", sig: syscall.SIGUSR1, send: []syscall.Signal{syscall.SIGUSR1}, stdout: "pipe", stderr: "file"},
+		{name: "SIGHUP", mode: "handle", sig: syscall.SIGHUP, send: []syscall.Signal{syscall.SIGHUP}, stdout: "nil", stderr: "pipe"},
+		{name: "SIGTERM-stdout-buffer", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, stdout: "buffer", stderr: "pipe"},
+		{name: "SIGINT-stdout-file", mode: "handle", sig: syscall.SIGINT, send: []syscall.Signal{syscall.SIGINT}, stdout: "file", stderr: "pipe"},
+		{name: "ignored", mode: "ignore", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM, syscall.SIGUSR2}, stdout: "pipe", stderr: "pipe"},
+		{name: "children", mode: "children", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, stdout: "pipe", stderr: "nil"},
+		{name: "SIGKILL", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGKILL}, stdout: "pipe", stderr: "nil"},
+		{name: "host-SIGTERM", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, viaHost: true, stdout: "pipe", stderr: "buffer"},
+		{name: "host-SIGKILL", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGKILL}, viaHost: true, stdout: "pipe", stderr: "nil"},
+	} {
+		t.Run(c.name, func(t *testing.T) { runSignalCase(t, sb, c, "-") })
+	}
+	// The VM went on: the program that keeps it is still there.
+	select {
+	case err := <-shared.done:
+		shared.done <- err
+		t.Fatalf("the VM's other program ended: %v", err)
+	default:
+	}
+}
+
+// TestSignalForwardedWithLimits: the same with resource limits, which stage 2
+// applies to the program stopped at its exec (ptrace) before it runs.
+func TestSignalForwardedWithLimits(t *testing.T) {
+	requireQEMU(t)
+	pol, err := policy.NewBuilder().Build(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.WithLimits(pysandboxes.Limits{OpenFiles: 200}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	// A program keeps the VM: the cases run in it.
+	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
+	w, err := keeper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		w.Close()
+		keeper.Wait()
+	}()
+	for _, c := range []signalCase{
+		{name: "SIGTERM", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, stdout: "pipe", stderr: "nil"},
+		{name: "ignored", mode: "ignore", sig: syscall.SIGINT, send: []syscall.Signal{syscall.SIGINT, syscall.SIGUSR2}, stdout: "pipe", stderr: "buffer"},
+		{name: "SIGKILL", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGKILL}, stdout: "nil", stderr: "pipe"},
+	} {
+		t.Run(c.name, func(t *testing.T) { runSignalCase(t, sb, c, "200") })
 	}
 }
 

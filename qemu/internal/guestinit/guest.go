@@ -212,11 +212,50 @@ func (s *stream) fromProgram(done func()) {
 type proc struct {
 	id  uint32
 	cmd *exec.Cmd
+	// sigs: the signals for the program, which the init writes to stage 2
+	// after its spec (stage 2 sends them to the program itself); done: the
+	// program ended.
+	sigs chan syscall.Signal
+	done chan struct{}
 }
 
+// signal delivers sig to the program: SIGKILL ends stage 2, so the program's
+// whole namespace; any other signal goes to the program alone, through
+// stage 2 (a signal sent to stage 2 itself would stop stage 2 for SIGSTOP,
+// or reach its runtime for the signals Go handles).
 func (p *proc) signal(sig syscall.Signal) {
-	if p.cmd.Process != nil {
-		p.cmd.Process.Signal(sig)
+	if sig == syscall.SIGKILL {
+		if p.cmd.Process != nil {
+			p.cmd.Process.Signal(sig)
+		}
+		return
+	}
+	if sig < 1 || sig > 64 {
+		return
+	}
+	select {
+	case p.sigs <- sig:
+	case <-p.done:
+	default: // 64 pending already: the kernel would merge them too
+	}
+}
+
+// control writes the spec to stage 2, then the program's signals, one byte
+// each, until the program ends.
+func (p *proc) control(w *os.File, spec []byte) {
+	defer w.Close()
+	if _, err := w.Write(append(spec, '\n')); err != nil {
+		return
+	}
+	for {
+		select {
+		case sig := <-p.sigs:
+			if _, err := w.Write([]byte{byte(sig)}); err != nil {
+				return
+			}
+		case <-p.done:
+			return
+		}
 	}
 }
 
@@ -313,7 +352,7 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 			Setsid:     true,
 		},
 	}
-	p := &proc{id: id, cmd: cmd}
+	p := &proc{id: id, cmd: cmd, sigs: make(chan syscall.Signal, 64), done: make(chan struct{})}
 	g.mu.Lock()
 	for _, s := range streams {
 		g.streams[s.id] = s
@@ -346,11 +385,8 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 	for _, f := range progFiles {
 		f.Close()
 	}
-	spec, _ := json.Marshal(m)
-	go func() {
-		specW.Write(spec)
-		specW.Close()
-	}()
+	spec, _ := json.Marshal(m) // one line: JSON escapes newlines
+	go p.control(specW, spec)
 	// outs: the relays of what the program writes, drained before its exit
 	// is reported; the relays toward the program stop with it.
 	var outs sync.WaitGroup
@@ -403,6 +439,7 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 		}
 		statR.Close()
 		err := cmd.Wait()
+		close(p.done)
 		if !reported {
 			ws, _ := cmd.ProcessState.Sys().(syscall.WaitStatus)
 			status = uint32(ws)

@@ -47,6 +47,9 @@ func main() {
 	if err != nil {
 		fatalConsole(err)
 	}
+	if err := batchInit(); err != nil {
+		fatalConsole(err)
+	}
 	g := newGuest(port)
 	g.bootTimes = bootTimes
 	err = g.serve()

@@ -1,17 +1,22 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"runtime"
 	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
-// stage2 is pid 1 of a program's namespaces: descriptor 3 holds its spec,
-// 4 the status pipe, 5... the program's descriptors 0, 1, 2...
+// stage2 is pid 1 of a program's namespaces: descriptor 3 brings its spec (a
+// line of JSON), then the signals for the program (a byte each), 4 is the
+// status pipe, 5... the program's descriptors 0, 1, 2...
 func stage2() int {
 	// Capabilities, securebits and no_new_privs are the thread's: the one
 	// thread that sets them starts the program.
@@ -22,11 +27,17 @@ func stage2() int {
 		report("E %s", err)
 		return 127
 	}
-	b, err := io.ReadAll(io.LimitReader(os.NewFile(3, "spec"), 64<<20))
-	if err != nil {
-		return fail(err)
+	// The init runs under SCHED_BATCH (batchInit); the program does not
+	// (this thread starts it, and it inherits the thread's policy).
+	if err := setScheduler(0, schedOther); err != nil {
+		return fail(fmt.Errorf("scheduling policy: %w", err))
 	}
-	syscall.Close(3)
+	ctl := bufio.NewReader(os.NewFile(3, "control"))
+	b, err := readLine(ctl, 64<<20)
+	if err != nil {
+		return fail(fmt.Errorf("spec: %w", err))
+	}
+	syscall.CloseOnExec(3)
 	syscall.CloseOnExec(4)
 	var m spawnSpec
 	if err := json.Unmarshal(b, &m); err != nil {
@@ -46,9 +57,14 @@ func stage2() int {
 		files[i] = uintptr(5 + i)
 		syscall.CloseOnExec(5 + i)
 	}
-	sigs := make(chan os.Signal, 16)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1,
-		syscall.SIGUSR2, syscall.SIGCONT, syscall.SIGWINCH, syscall.SIGALRM, syscall.SIGTSTP, syscall.SIGPIPE)
+	// The signals for the program come from the init as bytes after the
+	// spec, never as signals to this process: those can only come from the
+	// program's namespace (pid 1 gets no signal it does not handle, and the
+	// init kills it with SIGKILL only), and are dropped, as the supervisor of
+	// the namespace providers drops them. Handled, not ignored: an ignored
+	// signal would be ignored by the program too (exec keeps SIG_IGN).
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT,
+		syscall.SIGUSR1, syscall.SIGUSR2, syscall.SIGALRM, syscall.SIGPIPE)
 	// The resource limits apply to the program only: it starts stopped at its
 	// exec (PTRACE_TRACEME), gets them with prlimit, and goes on.
 	attr := &syscall.ProcAttr{
@@ -94,10 +110,22 @@ func stage2() int {
 	for i := range m.FDs {
 		syscall.Close(5 + i)
 	}
+	// A pidfd: a signal that comes after the program was reaped reaches no
+	// other process that got its pid.
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		syscall.Kill(pid, syscall.SIGKILL)
+		return fail(fmt.Errorf("pidfd_open: %w", err))
+	}
 	report("S %d", pid)
 	go func() {
-		for s := range sigs {
-			syscall.Kill(pid, s.(syscall.Signal))
+		for {
+			b, err := ctl.ReadByte()
+			if err != nil {
+				return // the init closed it: the program ended
+			}
+			settle(pid)
+			unix.PidfdSendSignal(pidfd, unix.Signal(b), nil, 0)
 		}
 	}()
 	// Reap every process of the namespace until the program ends.
@@ -115,6 +143,65 @@ func stage2() int {
 			report("X %d", uint32(ws))
 			// Returning ends the namespace: the kernel kills what is left.
 			return 0
+		}
+	}
+}
+
+// settle waits, a bounded time (100 ms), until the program is not held
+// runnable by another task of the guest: asleep, stopped or gone, or after
+// 2 ms of its own on a CPU since the signal came (a program that computes).
+//
+// On a host the program has a CPU while the host reads its output and
+// answers with a signal, and is past its write (and into what it does next)
+// when the signal comes. On the guest's one CPU it may have been preempted
+// inside that write, or just after it, and have stood still since: a signal
+// delivered then lands in the middle of the write (CPython runs the handler
+// inside print's flush, where the handler's own print fails with "reentrant
+// call") or between CPython's last check of its signals and the sleep it was
+// entering (which then sleeps on). Letting it run first delivers the signal
+// where a program with a CPU of its own would have been.
+func settle(pid int) {
+	deadline := time.Now().Add(100 * time.Millisecond)
+	start, timed := onCPU(pid)
+	for time.Now().Before(deadline) {
+		st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		i := bytes.LastIndexByte(st, ')')
+		if err != nil || i < 0 || i+2 >= len(st) || st[i+2] != 'R' {
+			return
+		}
+		if t, ok := onCPU(pid); timed && ok && t-start >= 2e6 {
+			return
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// onCPU is the time the program's main thread has spent on a CPU, in
+// nanoseconds (/proc/pid/schedstat).
+func onCPU(pid int) (int64, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+	if err != nil {
+		return 0, false
+	}
+	var t int64
+	_, err = fmt.Sscan(string(b), &t)
+	return t, err == nil
+}
+
+// readLine reads a line (without its newline) of at most max bytes.
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		b, err := r.ReadSlice('\n')
+		if len(line)+len(b) > max {
+			return nil, fmt.Errorf("longer than %d bytes", max)
+		}
+		line = append(line, b...)
+		if err == nil {
+			return line[:len(line)-1], nil
+		}
+		if err != bufio.ErrBufferFull {
+			return nil, err
 		}
 	}
 }

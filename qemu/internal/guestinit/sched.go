@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+)
+
+// Scheduling policies (sched(7)).
+const (
+	schedOther = 0
+	schedBatch = 3
+)
+
+// setScheduler sets the scheduling policy of thread tid (0: the calling
+// thread), priority 0.
+func setScheduler(tid, policy int) error {
+	var prio int32
+	if _, _, e := syscall.RawSyscall(syscall.SYS_SCHED_SETSCHEDULER, uintptr(tid), uintptr(policy), uintptrOf(&prio)); e != 0 {
+		return e
+	}
+	return nil
+}
+
+// batchInit puts every thread of the init under SCHED_BATCH, the threads it
+// makes later too (a thread inherits its creator's policy).
+//
+// The guest usually has one CPU. A woken SCHED_OTHER thread preempts the
+// running one: a program writing to a relayed stream would be preempted
+// inside its write by the init's relay, which sends the bytes to the host
+// before the program has returned from the write, and the host may answer
+// (a signal, say) while the program is still in the middle of it, as it never
+// is on a host whose reader runs on another CPU (CPython then runs a signal
+// handler inside print's flush, where a print of the handler fails with
+// "reentrant call"). A SCHED_BATCH thread never preempts on wakeup: the init
+// relays once the program blocks, or at the scheduler's tick, as a reader on
+// another CPU would have found it. Programs run under SCHED_OTHER (stage 2
+// sets it back for the program).
+func batchInit() error {
+	// Until a pass finds every thread under SCHED_BATCH: a thread made during
+	// a pass by one not set yet would otherwise be missed.
+	for range 100 {
+		ents, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			return err
+		}
+		changed := false
+		for _, e := range ents {
+			tid, err := strconv.Atoi(e.Name())
+			if err != nil {
+				continue
+			}
+			pol, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
+			if e == syscall.ESRCH || (e == 0 && pol == schedBatch) {
+				continue
+			}
+			if err := setScheduler(tid, schedBatch); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("SCHED_BATCH for thread %d: %w", tid, err)
+			}
+			changed = true
+		}
+		if !changed {
+			return nil
+		}
+	}
+	return errors.New("SCHED_BATCH: the init's threads keep changing")
+}
