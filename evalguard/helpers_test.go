@@ -156,24 +156,8 @@ func runAll(t *testing.T, cases []runCase) map[string]runOutcome {
 		}
 		list[i] = map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}
 	}
-	data, err := marshal(map[string]any{"module": Source(), "cases": list})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, realPython, "-I", "-c", runHarness)
-	cmd.Stdin = strings.NewReader(string(data))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("harness: %v: %s", err, stderr.String())
-	}
 	var res []runOutcome
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("harness output %q: %v", out, err)
-	}
+	runScript(t, 2*time.Minute, runHarness, map[string]any{"module": Source(), "cases": list}, &res, "-I")
 	m := map[string]runOutcome{}
 	for _, r := range res {
 		m[r.ID] = r
@@ -218,24 +202,32 @@ func runFresh(t *testing.T, c runCase) runOutcome {
 	if mode == "" {
 		mode = "eval"
 	}
-	data, err := marshal(map[string]any{"module": Source(),
-		"case": map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}})
+	var r runOutcome
+	runScript(t, time.Minute, freshHarness, map[string]any{"module": Source(),
+		"case": map[string]any{"id": c.ID, "src": c.Src, "mode": mode, "names": c.Names, "profile": c.Profile}}, &r, "-I", "-S")
+	return r
+}
+
+// runScript runs a harness script with the real interpreter (flags before
+// -c), the marshalled input on its stdin, and decodes its JSON output into
+// out.
+func runScript(t testing.TB, timeout time.Duration, script string, input map[string]any, out any, flags ...string) {
+	t.Helper()
+	data, err := marshal(input)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, realPython, "-I", "-S", "-c", freshHarness)
+	cmd := exec.CommandContext(ctx, realPython, append(flags, "-c", script)...)
 	cmd.Stdin = strings.NewReader(string(data))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	b, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("harness: %v: %s", err, stderr.String())
 	}
-	var r runOutcome
-	if err := json.Unmarshal(out, &r); err != nil {
-		t.Fatalf("harness output %q: %v", out, err)
+	if err := json.Unmarshal(b, out); err != nil {
+		t.Fatalf("harness output %q: %v", b, err)
 	}
-	return r
 }

@@ -1,10 +1,6 @@
 package evalguard
 
 import (
-	"context"
-	"encoding/json"
-	"os/exec"
-	"strings"
 	"testing"
 	"time"
 )
@@ -49,24 +45,8 @@ out.write(m.to_json(res))
 func TestReadyServesOneEvaluation(t *testing.T) {
 	needPython(t)
 	prof := profileOf(t, "eval-syntax=arith, Call, comprehension, assign\neval-call=sum, range, len\neval-timeout=0.3s\neval-max-iterations=1000\n", "").Python()
-	data, err := marshal(map[string]any{"module": Source(), "profile": prof})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, realPython, "-I", "-S", "-c", readyHarness)
-	cmd.Stdin = strings.NewReader(string(data))
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("harness: %v: %s", err, stderr.String())
-	}
 	var res map[string]string
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("harness output %q: %v", out, err)
-	}
+	runScript(t, time.Minute, readyHarness, map[string]any{"module": Source(), "profile": prof}, &res, "-I", "-S")
 	want := map[string]string{
 		"late":  "value 101",
 		"again": "error RuntimeError: eval guard: a state made by ready() serves one evaluation",
