@@ -358,6 +358,89 @@ func TestZygoteCancel(t *testing.T) {
 	}
 }
 
+// TestZygoteEvaluationHoldsNoChannel: a process reads its request from the
+// channel to the host itself when it is the one waiting (and from the zygote
+// otherwise), and holds no descriptor of that channel (a socket) once the
+// evaluated code runs, whichever way the request came: sequential requests,
+// and requests sent at once (the later ones queued by the zygote).
+func TestZygoteEvaluationHoldsNoChannel(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true, Pool: 1})
+	src := `import os, stat
+socks = []
+fds = []
+for fd in range(1024):
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        continue
+    fds.append(fd)
+    if stat.S_ISSOCK(mode):
+        socks.append(fd)
+`
+	check := func(name string, r *EvalReply) {
+		t.Helper()
+		if r == nil || r.Result == nil {
+			t.Fatalf("%s: no result: %+v", name, r)
+		}
+		v, err := transport.Unpickle(r.Result, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := v.(transport.Dict).StringMap()
+		if socks, _ := d["socks"].([]any); len(socks) != 0 {
+			t.Errorf("%s: the evaluation holds sockets %v (descriptors %v)", name, socks, d["fds"])
+		}
+		if fds, _ := d["fds"].([]any); len(fds) < 3 {
+			t.Errorf("%s: descriptors %v: the probe saw nothing", name, fds)
+		}
+	}
+	for i := range 3 {
+		check("sequential "+strconv.Itoa(i), tz.eval(t, EvalRequest{Exec: true, Source: src}))
+	}
+	var wg sync.WaitGroup
+	reps := make([]*EvalReply, 4)
+	for i := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i], _ = tz.Eval(context.Background(), &EvalRequest{Exec: true, Source: src, Filename: "<eval:c>"}, CallOutput{})
+		}()
+	}
+	wg.Wait()
+	for i, r := range reps {
+		check("at once "+strconv.Itoa(i), r)
+	}
+}
+
+// TestZygoteCancelReadByAnotherProcess: with a pool of 2, the cancellation of a
+// running evaluation reaches the zygote while the other ready process reads
+// the channel (it hands the frame back and ends): the evaluation is killed
+// and confirmed, the zygote lives on and serves the next one.
+func TestZygoteCancelReadByAnotherProcess(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true, Pool: 2})
+	pid := tz.cmd.Process.Pid
+	if v := tz.value(t, "1"); v != int64(1) {
+		t.Fatal(v)
+	}
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}()
+		_, err := tz.Eval(ctx, &EvalRequest{Source: "__import__('time').sleep(60)", Filename: "<eval:x>"}, CallOutput{})
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCancelUnconfirmed) {
+			t.Fatalf("cancelled evaluation %d: %v", i, err)
+		}
+		if v := tz.value(t, "'ok'"); v != "ok" {
+			t.Errorf("after cancel %d: %v", i, v)
+		}
+	}
+	if !proctest.Alive(pid) {
+		t.Errorf("the zygote (pid %d) ended", pid)
+	}
+}
+
 // TestZygoteGuardExceptionAndOutput: an exception of the entry module comes
 // with the arguments its describe() gives; what the code prints arrives tagged
 // with its evaluation.
