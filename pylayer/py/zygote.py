@@ -767,9 +767,8 @@ def _frame(z, st, c, kind, p):
                 raise SystemExit(0)
             return
         if len(p) < HEAD + 2 + 8 or int.from_bytes(p[:8], 'big') in z.running:
-            c.fatal = 'malformed TOOK frame'
-            _kill(c, 'protocol')
-            return
+            # The request it read cannot be served: as if it had ended.
+            _give_up(z, st, 'the process reading the channel took a request it cannot serve')
         took = int.from_bytes(p[-8:], 'big') / 1e9
         p = p[:-8]
         _note(z, p)
