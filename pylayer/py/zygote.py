@@ -43,8 +43,9 @@
 #                              without a result (a limit, a cancellation, a crash)
 #                   16 HELLO, 17 DENIAL: relayed from the forked processes
 #   child -> zygote 16, 17, 19 FATAL, 42-45 as above, 47 SPARE (warmed up, waiting),
-#                   48 TOOK    the EVAL payload's fixed part | when it was read (u64 ns,
-#                              CLOCK_MONOTONIC): the process read its request from the channel
+#                   48 TOOK    the EVAL payload's fixed part (to its profile) | when it was read
+#                              (u64 ns, CLOCK_MONOTONIC) | the bytes it read after the request:
+#                              the process read its request from the channel
 #                   49 BACK    flag u8 (1: the channel ended) | the bytes it read from the
 #                              channel that it does not serve (a frame, or a malformed start)
 #   zygote -> child on its own pipe: u32 length + EVAL payload (a request), or u32 0 (read the
@@ -713,7 +714,7 @@ def _frames(z, st, c, data):
     c.buf += data
     limit = st.max_result + (1 << 20)
     if c is z.reader:
-        limit = max(limit, MAX_HOST_FRAME + 16)  # what it hands back
+        limit = max(limit, MAX_HOST_FRAME + (1 << 17))  # what it hands back: a frame and what followed
     buf = c.buf
     i = 0
     while len(buf) - i >= 5:
@@ -766,15 +767,17 @@ def _frame(z, st, c, kind, p):
                 _shutdown(z)
                 raise SystemExit(0)
             return
-        if len(p) < HEAD + 2 + 8 or int.from_bytes(p[:8], 'big') in z.running:
+        end = HEAD + 2 + int.from_bytes(p[HEAD:HEAD + 2], 'big') if len(p) >= HEAD + 2 else 0
+        if not end or len(p) < end + 8 or int.from_bytes(p[:8], 'big') in z.running:
             # The request it read cannot be served: as if it had ended.
             _give_up(z, st, 'the process reading the channel took a request it cannot serve')
-        took = int.from_bytes(p[-8:], 'big') / 1e9
-        p = p[:-8]
-        _note(z, p)
+        took = int.from_bytes(p[end:end + 8], 'big') / 1e9
         _assign(z, c, p)
         if c.timeout:
             c.deadline = took + c.timeout / 1000.0
+        _note(z, p[:end])
+        if len(p) > end + 8:
+            _host_bytes(z, st, p[end + 8:])  # what followed the request
         return
     if c.eid == 0:
         if kind == K_FATAL:
@@ -1031,7 +1034,7 @@ def _child(z, st, req, rep):
         payload = _take_request(req)
         took = None
         if payload == b'' and chan >= 0:
-            payload, took = _read_channel(z, st, chan, req, pre)
+            payload, took, after = _read_channel(z, st, chan, req, pre)
         if chan >= 0:
             posix.close(chan)
             chan = -1
@@ -1039,7 +1042,8 @@ def _child(z, st, req, rep):
             posix._exit(3)
         if took is not None:
             n = int.from_bytes(payload[HEAD:HEAD + 2], 'big')
-            _send_frame(st, K_TOOK, payload[:HEAD + 2 + n] + took.to_bytes(8, 'big'))
+            _send_frame(st, K_TOOK, payload[:HEAD + 2 + n] + took.to_bytes(8, 'big') + after)
+            del after
         _self_limit(z, _limits(payload), pre)
         _evaluate(z, st, payload)
         # The end: when the zygote has relayed the answer and closes the pipe.
@@ -1058,10 +1062,12 @@ def _child(z, st, req, rep):
 
 
 def _read_channel(z, st, chan, req, pre):
-    """The request this process reads from the channel itself, and when it
-    read it (ns): one frame, read exactly (the next one is the zygote's). A
-    frame it does not serve (not an EVAL, or limits that do not fit those set
-    ahead, pre) is handed back to the zygote, and the process ends."""
+    """The request this process reads from the channel itself, when it read
+    it (ns), and what it read after it (the start of the frames that follow,
+    which the zygote handles: usually nothing; one read, not one for the
+    length and one for the rest). A frame it does not serve (not an EVAL, or
+    limits that do not fit those set ahead, pre) is handed back to the
+    zygote with what followed it, and the process ends."""
     sel = z.select
     w = sel.poll()
     w.register(chan, sel.POLLIN)
@@ -1076,20 +1082,35 @@ def _read_channel(z, st, chan, req, pre):
                 posix._exit(0)  # the zygote let it go (it writes nothing else here)
         if evs:
             break
-    hdr = _readx(sel, chan, 4)
-    if len(hdr) < 4:
-        _hand_back(st, 1, hdr)
-    n = int.from_bytes(hdr, 'big')
-    if n < 1 or n > MAX_HOST_FRAME:
-        _hand_back(st, 0, hdr)
-    body = _readx(sel, chan, n)
+    buf = b''
+    while True:
+        try:
+            b = posix.read(chan, 1 << 16)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            x = sel.poll()
+            x.register(chan, sel.POLLIN)
+            x.poll()
+            continue
+        if not b:
+            _hand_back(st, 1, buf)
+        buf += b
+        if len(buf) < 4:
+            continue
+        n = int.from_bytes(buf[:4], 'big')
+        if n < 1 or n > MAX_HOST_FRAME:
+            _hand_back(st, 0, buf)
+        if len(buf) < 4 + n:
+            buf += _readx(sel, chan, 4 + n - len(buf))
+            if len(buf) < 4 + n:
+                _hand_back(st, 1, buf)
+        break
     took = int(z.monotonic() * 1e9)
-    if len(body) < n:
-        _hand_back(st, 1, hdr + body)
-    p = body[1:]
-    if body[0] != K_EVAL or len(p) < HEAD + 2 or not _fits(pre, _limits(p)):
-        _hand_back(st, 0, hdr + body)
-    return p, took
+    p = buf[5:4 + n]
+    if buf[4] != K_EVAL or len(p) < HEAD + 2 or not _fits(pre, _limits(p)):
+        _hand_back(st, 0, buf)
+    return p, took, buf[4 + n:]
 
 
 def _readx(sel, fd, n):
