@@ -380,18 +380,25 @@ def _zygote(z, st):
         z.one_cpu = len(posix.sched_getaffinity(0)) == 1
     except (AttributeError, OSError):
         z.one_cpu = False
-    # On one processor the zygote runs under SCHED_BATCH, which never
-    # preempts on wakeup: what a process it forked writes (the TOOK of its
-    # request, its answer) is read when that process waits, not in the
-    # middle of its evaluation (each switch between two Python processes
-    # costs about a millisecond under QEMU's TCG). Its forks go back to
-    # SCHED_OTHER.
+    # On one processor the zygote runs under SCHED_IDLE: what a process it
+    # forked writes (the TOOK of its request, its answer) is read when that
+    # process waits, not in the middle of its evaluation (each switch
+    # between two Python processes costs about a millisecond under QEMU's
+    # TCG). A woken SCHED_BATCH process does not preempt either, but the
+    # scheduler's tick gives it the processor a few milliseconds later (it
+    # slept: it is owed time); a SCHED_IDLE one waits for the running
+    # process's whole slice. Its forks go back to SCHED_OTHER, which
+    # RLIMIT_NICE must allow (20, set by QEMU's guest init); else the zygote
+    # runs under SCHED_BATCH.
     z.batch = False
     if z.one_cpu:
         try:
-            posix.sched_setscheduler(0, posix.SCHED_BATCH, posix.sched_param(0))
+            pol = posix.SCHED_BATCH
+            if z.resource.getrlimit(z.resource.RLIMIT_NICE)[0] >= 20:
+                pol = posix.SCHED_IDLE
+            posix.sched_setscheduler(0, pol, posix.sched_param(0))
             z.batch = True
-        except (AttributeError, OSError):
+        except (AttributeError, OSError, ValueError):
             pass
     err = _spawn(z, st)
     if err is not None:
