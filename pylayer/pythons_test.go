@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,13 +106,22 @@ func loadRules(t testing.TB, dir, rules string) *policy.Policy {
 // in dir, with the policy pol, on target.
 func runGuard(t testing.TB, in *Interpreter, dir string, pol *policy.Policy, mode string, target Target) guardRun {
 	t.Helper()
+	return runGuardIn(t, in, dir, pol, mode, target, nil)
+}
+
+// runGuardIn is runGuard with the interpreter started by the command wrap
+// (its arguments, then the interpreter's command line): nil starts it directly.
+func runGuardIn(t testing.TB, in *Interpreter, dir string, pol *policy.Policy, mode string, target Target, wrap []string) guardRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sess, err := NewSession(ctx, ConfigInput{Policy: pol, Interp: in, Mode: mode, Target: target, Provider: "subprocess"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, in.Path, Command(in, nil, 3)[1:]...)
+	args := append(slices.Clone(wrap), in.Path)
+	args = append(args, Command(in, nil, 3)[1:]...)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{sess.ChildFile()}
 	cmd.Env = []string{}
 	cmd.Dir = dir

@@ -45,14 +45,15 @@ _GETFRAME = _sys._getframe
 # S layout (indexes used literally below):
 #  0 learning (bool)        1 exposes ((path, prefix, rw, raw, ref), ...) deepest first
 #  2 implicit ((path, prefix, rw, why), ...)   3 ignores ((pattern, absolute, raw, ref), ...)
-#  4 net rules ((allow, protos, dirs, ((fam, net, bits), ...), ((lo, hi), ...), raw, ref), ...)
+#  4 net rules ((allow, protos, dirs, ((fam, net, bits), ...), ((lo, hi), ...), raw, ref, named), ...)
+#    (named: the rule's network is a host name, pinned in 5)
 #  5 pins {host: ((fam, int, text), ...)}      6 import-all (raw, ref) or None
 #  7 imports {module: (raw, ref)}              8 api {qualname: (allowed, category, raw, ref)}
 #  9 frame doors {(stdlib file, co_qualname): qualname}
 # 10 stdlib roots (with '/')  11 ids of the layer's code objects (kept alive by 21)  12 send(kind, text)
 # 13 exception classes (file, permission, connection, module, api)
 # 14 the pid of the eval zygote (None otherwise)   15 api events {event: (qualname, ...)}
-# 16 some ALLOW rule takes any address
+# 16 unused (None)
 # 17 id() of the layer's classes and functions   18 denials sent (set)   19 observations sent (set)
 # 20 the import judge's state (see imports)   21 the layer's code objects
 
@@ -526,24 +527,40 @@ def _net_decide(S, proto, ip, port, direction):
     return False, None
 
 
-def _net_refuse(S, proto, direction, host, ip, port, rule, _show=_show_ip, _deny=_deny):
+def _net_fix(proto, direction, net, port):
+    """The rule line that would allow an operation (port None: any port)."""
+    return 'net=ALLOW|%s|%s|%s|%s' % ('udp' if proto == 2 else 'tcp', net, '*' if port is None else port,
+                                      'IN' if direction == 1 else 'OUT')
+
+
+def _net_refuse(S, proto, direction, host, ip, port, rule, _show=_show_ip, _deny=_deny, _fix=_net_fix):
+    """The refusal of one operation addressed to host (a name, or '' for the
+    address ip) and port (None: any), by rule (None: the implicit default
+    policy, and the message ends with the rule line that would allow it). A name
+    with ip is refused for that address, which the message names."""
     shown = host if host else _show(ip)
+    p = 0 if port is None else port
     verb = 'connection to' if direction == 2 else 'bind to'
+    note = " ('%s' resolves to %s)" % (host, _show(ip)) if host and ip is not None else ''
     if rule is None:
-        msg = "Guard network %s '[%s]:%d' DENIED by implicit default policy." % (verb, shown, port)
+        msg = "Guard network %s '[%s]:%d' DENIED by implicit default policy%s.\nAdd `%s`." % (
+            verb, shown, p, note, _fix(proto, direction, shown, port))
         raw = ref = ''
     else:
-        msg = "%s [%s]:%d DENIED by explicit rule '%s' from %s" % (verb.capitalize(), shown, port, rule[5], rule[6])
+        msg = "%s [%s]:%d DENIED by explicit rule '%s' from %s%s" % (verb.capitalize(), shown, p, rule[5], rule[6], note)
         raw, ref = rule[5], rule[6]
     obs = None
-    if ip is not None:
+    if ip is not None and port is not None:
         obs = {'net': [['tcp' if proto == 1 else 'udp', 'in' if direction == 1 else 'out', host or '', _show(ip), port]]}
-    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (shown, port), raw, ref, obs, 111)
+    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (shown, p), raw, ref, obs, 111)
 
 
 def _net_check(S, proto, direction, host, port, _parse=_parse_ip, _decide=_net_decide, _refuse=_net_refuse):
-    """Check one operation addressed to host (an address or a name) and port. A
-    name is allowed only when every address pinned for it is."""
+    """Check one operation addressed to an address, or to a name pinned by the
+    policy (allowed only when every address pinned for it is); None when it is
+    allowed, else the refusal (None in learning mode, after recording). Any
+    other name falls to the implicit default policy: see _net_unresolved for a
+    name the C code resolves itself."""
     ip = _parse(host)
     if ip is not None:
         ok, rule = _decide(S, proto, ip, port, direction)
@@ -552,12 +569,152 @@ def _net_check(S, proto, direction, host, port, _parse=_parse_ip, _decide=_net_d
         return _refuse(S, proto, direction, '', ip, port, rule)
     pinned = S[5].get(host.lower().rstrip('.'))
     if not pinned:
-        # Not pinned: the C resolver would pick the address; it cannot be judged.
         return _refuse(S, proto, direction, host, None, port, None)
     for fam, v, text in pinned:
         ok, rule = _decide(S, proto, (fam, v), port, direction)
         if not ok:
             return _refuse(S, proto, direction, host, (fam, v), port, rule)
+    return None
+
+
+def _in_ports(r, port):
+    """Whether rule r covers port (None: some port)."""
+    if port is None:
+        return r[4] != ()
+    for lo, hi in r[4]:
+        if lo <= port <= hi:
+            return True
+    return False
+
+
+def _net_open(S, proto, port, direction, fams, _in=_in_ports):
+    """Whether every address of the families fams (4, 6) is allowed for proto
+    (one protocol), port and direction: an ALLOW rule takes the whole family
+    (a /0: '*', 0.0.0.0/0, ::/0) and no DENY rule matches any address of it
+    there. Then a host name needs no judging: whatever it resolves to is
+    allowed, as the OS layer allows it."""
+    for fam in fams:
+        whole = False
+        for r in S[4]:
+            if not (r[1] & proto) or not (r[2] & direction) or not _in(r, port):
+                continue
+            for f, net, bits in r[3]:
+                if f == fam:
+                    if not r[0]:
+                        return False
+                    if bits == 0:
+                        whole = True
+        if not whole:
+            return False
+    return True
+
+
+def _net_can(S, protos, port, direction, fams, _in=_in_ports):
+    """(can, deny): can is whether an ALLOW rule written as an address, a
+    network or '*' (not a host name: that one allows its pinned name) covers
+    some address of the families fams for one of protos, port (None: any) and
+    direction (a set), so that a name the policy does not pin may resolve to an
+    address it allows; deny is a DENY rule that matches every address there,
+    when there is one (it refuses whatever the name resolves to)."""
+    deny = None
+    can = False
+    for r in S[4]:
+        if not (r[1] & protos) or not (r[2] & direction) or not _in(r, port):
+            continue
+        for f, net, bits in r[3]:
+            if f in fams:
+                if not r[0]:
+                    if bits == 0 and deny is None:
+                        deny = r
+                elif not r[7]:
+                    can = True
+    return can, deny
+
+
+def _net_partial(S, proto, port, direction, fams, _in=_in_ports):
+    """(allow, deny): the first ALLOW and the first DENY rule that match some
+    address of the families fams for proto, port and direction (None when
+    none does)."""
+    allow = deny = None
+    for r in S[4]:
+        if not (r[1] & proto) or not (r[2] & direction) or not _in(r, port):
+            continue
+        for f, net, bits in r[3]:
+            if f in fams:
+                if r[0] and allow is None:
+                    allow = r
+                elif not r[0] and deny is None:
+                    deny = r
+                break
+    return allow, deny
+
+
+def _net_unresolved(S, proto, direction, host, port, fams, who, hint, _open=_net_open, _partial=_net_partial,
+                    _refuse=_net_refuse, _deny=_deny):
+    """An operation addressed to a host name that the C code (who: the socket
+    itself, libpq) resolves after any check can run: the address it picks
+    cannot be judged, so the name is allowed only where every address is
+    (_net_open). Else the refusal names the rule that makes addresses differ
+    there (a DENY rule, else the ALLOW rule that takes some), or the implicit
+    default policy when no rule allows any address there (with the rule line
+    that pins the name), and says what to do (hint)."""
+    if _open(S, proto, port, direction, fams):
+        return None
+    allow, deny = _partial(S, proto, port, direction, fams)
+    if allow is None:
+        # No rule allows any address there: the default refuses the name.
+        return _refuse(S, proto, direction, host, None, port, None)
+    r = allow if deny is None else deny
+    verb = 'connection to' if direction == 2 else 'bind to'
+    what = 'refuses some addresses there' if not r[0] else 'allows only some addresses there'
+    msg = ("Guard network %s '[%s]:%d' DENIED: %s resolves the host name itself, after any check, so the address "
+           "it picks cannot be judged; rule '%s' from %s %s. %s") % (verb, host, port, who, r[5], r[6], what, hint)
+    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (host, port), r[5], r[6], None, 111)
+
+
+def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_parse_ip, _decide=_net_decide,
+               _refuse=_net_refuse, _type=type, _int=int, _tuple=tuple, _len=len, _str=str, _bytes=bytes,
+               _isinstance=isinstance, _Exception=Exception):
+    """After socket.getaddrinfo answered (the pinned addresses, or the
+    resolver's): a name is allowed only when every address of the answer is,
+    for the protocol, port and direction the call names (type or proto, a
+    numeric port, AI_PASSIVE for a bind). Without them nothing is judged here:
+    the connect judges the address it is given. None, or the refusal of the
+    first address refused (None in learning mode)."""
+    if S[0]:
+        return None
+    h = _tostr(host) if host is not None else None
+    if h is None or h == '' or _parse(h) is not None:
+        return None
+    if _type(port) is _str or _type(port) is _bytes:
+        t = port.decode('ascii', 'replace') if _type(port) is _bytes else port
+        if not t.isdigit() or not t.isascii() or _len(t) > 5:
+            return None
+        port = _int(t)
+    elif _isinstance(port, _int):
+        port = _int(port)
+    else:
+        return None
+    # type, proto and flags may be the socket module's enums (int subclasses).
+    try:
+        t = _int(type) & 0xf if _isinstance(type, _int) else 0
+        pr = _int(proto) if _isinstance(proto, _int) else 0
+        passive = _isinstance(flags, _int) and _int(flags) & 1
+    except _Exception:
+        return None
+    p = 1 if t == 1 else 2 if t == 2 else 1 if pr == 6 else 2 if pr == 17 else 0
+    if p == 0:
+        return None
+    direction = 1 if passive else 2
+    for e in res:
+        if _type(e) is not _tuple or _len(e) < 5 or _type(e[4]) is not _tuple or _type(e[4][0]) is not _str:
+            continue
+        ip = _parse(e[4][0])
+        if ip is None:
+            continue
+        ok, rule = _decide(S, p, ip, port, direction)
+        if not ok:
+            return _refuse(S, p, direction, h, ip, port, rule)
     return None
 
 
@@ -1495,18 +1652,25 @@ def _h_compile(S, event, args, cache, _getframe=_GETFRAME, _tostr=_tostr, _libra
     return _code(S, event, args, cache)
 
 
-def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
-            _check=_check_path, _net=_net_check, _deny=_deny, _Exception=Exception):
-    sock = args[0]
-    addr = args[1]
+def _sock_kind(sock, _type=type, _Exception=Exception):
+    """(family, type) of a socket as the C socket type itself reports them (a
+    subclass cannot lie about them), or None."""
     try:
-        # The family and type as the C socket type itself reports them (a
-        # subclass cannot lie about them).
         base = _type(sock).__mro__[-2]
-        fam = base.__dict__['family'].__get__(sock)
-        typ = base.__dict__['type'].__get__(sock) & 0xf
+        return base.__dict__['family'].__get__(sock), base.__dict__['type'].__get__(sock) & 0xf
     except _Exception:
         return None
+
+
+def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
+            _check=_check_path, _net=_net_check, _unresolved=_net_unresolved, _parse=_parse_ip, _deny=_deny,
+            _kind=_sock_kind):
+    sock = args[0]
+    addr = args[1]
+    k = _kind(sock)
+    if k is None:
+        return None
+    fam, typ = k
     if fam == 1:  # AF_UNIX: the socket's path follows the file rules, and needs rw
         s = _tostr(addr)
         if s is None:
@@ -1532,15 +1696,62 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
         host = '0.0.0.0' if fam == 2 else '::'
     elif host == '<broadcast>':
         host = '255.255.255.255'
+    if _parse(host) is None:
+        # A name given to the C socket itself (the socket module's methods
+        # resolve it first, see _sock_call): the C resolver has picked the
+        # address already, and the hook is not told which.
+        return _unresolved(S, proto, direction, host, port, (4,) if fam == 2 else (4, 6), 'the socket',
+                           'Resolve it first (socket.getaddrinfo answers with the addresses the rules judge) '
+                           'and give the socket the address.')
     return _net(S, proto, direction, host, port)
 
 
-def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=type, _int=int,
-               _refuse=_net_refuse):
-    # A name no rule can allow is refused before any query leaves; a pinned name
-    # is answered by the patched resolver.
+def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_ip, _open=_net_open, _type=type,
+               _tuple=tuple, _int=int, _len=len):
+    """The socket module's connect, connect_ex, bind, sendto and sendmsg (sealed
+    wrappers, arm.py; x: (the address's position in the arguments, -1 for
+    sendto's last, whether it binds, the layer's getaddrinfo)): a host name is resolved by the layer's getaddrinfo
+    (the pinned addresses of a pinned name; a name no rule can allow refused
+    before any query; every address of the answer judged), and the socket is
+    given the first address of the answer, the one checked. Where every
+    address is allowed the name goes on to the socket as it is (the C
+    resolver picks; nothing to judge)."""
+    pos, bind, gai = x
+    if pos < 0:  # sendto(data[, flags], address)
+        pos = _len(a) - 1 if _len(a) == 3 or _len(a) == 4 else 0
+    if k or pos == 0 or _len(a) <= pos:
+        return orig(*a, **k)
+    addr = a[pos]
+    kd = _kind(a[0])
+    if kd is None or (kd[0] != 2 and kd[0] != 10) or _type(addr) is not _tuple or _len(addr) < 2:
+        return orig(*a)
+    port = addr[1]
+    host = _tostr(addr[0])
+    if host is None or host == '' or host == '<broadcast>' or _type(port) is not _int or _parse(host) is not None:
+        return orig(*a)
+    fam, typ = kd
+    proto = 1 if typ == 1 else 2 if typ == 2 else 0
+    direction = 1 if bind else 2
+    if proto == 0 or (not S[0] and _open(S, proto, port, direction, (4,) if fam == 2 else (4, 6))):
+        return orig(*a)
+    res = gai(host, port, fam, typ, 0, 1 if bind else 0)
+    out = None
+    for e in res:
+        if e[0] == fam and _type(e[4]) is _tuple and _len(e[4]) >= 2:
+            out = e[4]
+            break
+    if out is None:
+        return orig(*a)  # no address of the socket's family: the socket's own error
+    addr = (out[0],) + addr[1:]
+    return orig(*(a[:pos] + (addr,) + a[pos + 1:]))
+
+
+def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=type, _int=int, _str=str,
+               _bytes=bytes, _len=len, _can=_net_can, _refuse=_net_refuse, _deny=_deny):
+    # A name no rule can allow is refused before any query leaves (a pinned
+    # name is answered by the patched resolver; localhost by the hosts file).
     host = args[0]
-    if S[0] or host is None or S[16]:
+    if S[0] or host is None:
         return None
     h = _tostr(host)
     if h is None or _parse(h) is not None:
@@ -1548,10 +1759,27 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
     key = h.lower().rstrip('.')
     if key in S[5] or key == 'localhost' or key == '':
         return None
-    port = args[1] if event == 'socket.getaddrinfo' else 0
-    if _type(port) is not _int:
-        port = 0
-    return _refuse(S, 1, 2, h, None, port, None)
+    port = None
+    protos, fams = 3, (4, 6)
+    if event == 'socket.getaddrinfo':
+        p = args[1]
+        if _type(p) is _bytes:
+            p = p.decode('ascii', 'replace')
+        if _type(p) is _int:
+            port = p
+        elif _type(p) is _str and p.isdigit() and p.isascii() and _len(p) <= 5:
+            port = _int(p)
+        fam, typ, pr = args[2], args[3] & 0xf, args[4]
+        protos = 1 if typ == 1 else 2 if typ == 2 else 1 if pr == 6 else 2 if pr == 17 else 3
+        fams = (4,) if fam == 2 else (4, 6)
+    can, deny = _can(S, protos, port, 3, fams)
+    if can:
+        return None
+    # The call does not say whether it connects or binds: a connection.
+    proto = 2 if protos == 2 else 1
+    if deny is not None:
+        return _refuse(S, proto, 2, h, None, port, deny)
+    return _refuse(S, proto, 2, h, None, port, None)
 
 
 # ---------------------------------------------------------------- os.open
@@ -1600,20 +1828,8 @@ def _pg_param(p, env, key, var, _type=type, _bytes=bytes, _dict=dict, _enc=_FSEN
     return v
 
 
-def _net_any(S, proto, port, direction, _len=len):
-    """Whether an ALLOW rule takes any address for proto, port and direction."""
-    for r in S[4]:
-        if not r[0] or not (r[1] & proto) or not (r[2] & direction):
-            continue
-        for lo, hi in r[4]:
-            if lo <= port <= hi:
-                for fam, net, bits in r[3]:
-                    if bits == 0:
-                        return True
-    return False
-
-
-def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse, _check=_check_path, _deny=_deny,
+def _pg_judge(S, parse, dsn, _unresolved=_net_unresolved, _net=_net_check, _parse=_parse_ip, _check=_check_path,
+              _deny=_deny,
               _param=_pg_param, _modules=_sys.modules, _Exception=Exception, _len=len, _max=max, _range=range,
               _int=int, _str=str, _type=type, _dict=dict, _getattr=getattr, _dir=_PG_SOCKET_DIR):
     """None when every target of a psycopg2 connection with this DSN is
@@ -1652,13 +1868,12 @@ def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse
                       h, '', '', None, 111)
         elif h.lower().rstrip('.') == 'localhost' and h.lower().rstrip('.') not in S[5]:
             e = _net(S, 1, 2, '127.0.0.1', port)
-        elif h.lower().rstrip('.') in S[5] or not S[16] or not _any(S, 1, port, 2):
-            # A pinned name is judged by its addresses; another name cannot be
-            # allowed by a rule (as socket.getaddrinfo of it) unless one takes
-            # any address on that port.
-            e = _net(S, 1, 2, h, port)
+        elif _parse(h) is not None or h.lower().rstrip('.') in S[5]:
+            e = _net(S, 1, 2, h, port)  # an address, or a pinned name: every address pinned for it
         else:
-            e = None  # an ALLOW rule takes any address there: the OS layer judges the one libpq picks
+            # libpq resolves the name itself: allowed where every address is.
+            e = _unresolved(S, 1, 2, h, port, (4, 6), 'libpq',
+                            'Pin the name with a rule of its own, or give libpq the address (hostaddr=).')
         if e is not None:
             return e
     return None
