@@ -173,6 +173,13 @@ type caseResult struct {
 // process: modules a case imports stay imported for the next) and checks each.
 func runCases(t *testing.T, in *Interpreter, dir, rules, prelude string, cases []pyCase) guardRun {
 	t.Helper()
+	return runCasesIn(t, in, dir, loadRules(t, dir, rules), nil, prelude, cases)
+}
+
+// runCasesIn is runCases with the policy loaded already and the interpreter
+// started by wrap (see runGuardIn).
+func runCasesIn(t *testing.T, in *Interpreter, dir string, pol *policy.Policy, wrap []string, prelude string, cases []pyCase) guardRun {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("import sys\n")
 	b.WriteString("def _emit(n, k, t):\n    sys.stdout.write(n + '\\x1f' + k + '\\x1f' + t.encode('unicode_escape').decode('ascii') + '\\n')\n")
@@ -194,8 +201,7 @@ func runCases(t *testing.T, in *Interpreter, dir, rules, prelude string, cases [
 	}
 	b.WriteString("):\n    try:\n        _v = _f()\n    except BaseException as _e:\n        _emit(_n, type(_e).__name__, str(_e))\n")
 	b.WriteString("    else:\n        _emit(_n, 'ok', repr(_v))\n")
-	pol := loadRules(t, dir, rules)
-	r := runGuard(t, in, dir, pol, ModeEnforce, Target{Kind: "command", Value: b.String()})
+	r := runGuardIn(t, in, dir, pol, ModeEnforce, Target{Kind: "command", Value: b.String()}, wrap)
 	got := map[int]caseResult{}
 	for _, l := range strings.Split(r.stdout, "\n") {
 		f := strings.SplitN(l, "\x1f", 3)

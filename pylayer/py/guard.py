@@ -1706,8 +1706,8 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
     return _net(S, proto, direction, host, port)
 
 
-def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_ip, _open=_net_open, _type=type,
-               _tuple=tuple, _int=int, _len=len):
+def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_ip, _open=_net_open, _can=_net_can,
+               _refuse=_net_refuse, _type=type, _tuple=tuple, _int=int, _len=len):
     """The socket module's connect, connect_ex, bind, sendto and sendmsg (sealed
     wrappers, arm.py; x: (the address's position in the arguments, -1 for
     sendto's last, whether it binds, the layer's getaddrinfo)): a host name is resolved by the layer's getaddrinfo
@@ -1732,8 +1732,17 @@ def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_
     fam, typ = kd
     proto = 1 if typ == 1 else 2 if typ == 2 else 0
     direction = 1 if bind else 2
-    if proto == 0 or (not S[0] and _open(S, proto, port, direction, (4,) if fam == 2 else (4, 6))):
+    fams = (4,) if fam == 2 else (4, 6)
+    if proto == 0 or (not S[0] and _open(S, proto, port, direction, fams)):
         return orig(*a)
+    key = host.lower().rstrip('.')
+    if key not in S[5] and key != 'localhost':
+        # Refused before any query, as getaddrinfo would, for this direction.
+        can, deny = _can(S, proto, port, direction, fams)
+        if not can:
+            e = _refuse(S, proto, direction, host, None, port, deny)
+            if e is not None:
+                raise e
     res = gai(host, port, fam, typ, 0, 1 if bind else 0)
     out = None
     for e in res:
