@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -260,6 +262,45 @@ func TestGuardNetNamesPsycopg2(t *testing.T) {
 		})
 		if strings.Contains(r.stdout, refused) {
 			t.Errorf("libpq was not reached:\n%s", r)
+		}
+	})
+}
+
+// TestGuardLearnNetNames: in learning mode a connection or a datagram to a
+// host name is recorded as the address it went to, with the name's answer,
+// through the socket's own methods as through create_connection (before, a
+// name given to connect was not recorded at all).
+func TestGuardLearnNetNames(t *testing.T) {
+	eachPython(t, func(t *testing.T, in *Interpreter) {
+		dir := t.TempDir()
+		wrap, port := namesEnv(t, dir)
+		prog := fmt.Sprintf(`import socket
+P = %d
+s = socket.socket()
+s.connect(('svc.test', P))
+s.close()
+socket.create_connection(('svc.test', P)).close()
+u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+u.sendto(b'x', ('svc.test', P))
+u.close()
+print('done')
+`, port)
+		r := runGuardIn(t, in, dir, namesPolicy(t, dir, ""), ModeLearn, Target{Kind: "command", Value: prog}, wrap)
+		if r.exit != 0 || !strings.Contains(r.stdout, "done") {
+			t.Fatalf("learning run:\n%s", r)
+		}
+		obs := r.res.Observations
+		ip := netip.MustParseAddr("127.0.0.7")
+		for _, want := range []policy.NetAccess{
+			{Proto: policy.TCP, Dir: policy.Out, IP: ip, Port: uint16(port)},
+			{Proto: policy.UDP, Dir: policy.Out, IP: ip, Port: uint16(port)},
+		} {
+			if !slices.Contains(obs.Net, want) {
+				t.Errorf("%+v not learned: %+v", want, obs.Net)
+			}
+		}
+		if !slices.ContainsFunc(obs.DNS, func(d policy.DNSAnswer) bool { return d.Name == "svc.test" && slices.Contains(d.Addrs, ip) }) {
+			t.Errorf("the answer for svc.test not learned: %+v", obs.DNS)
 		}
 	})
 }
