@@ -21,7 +21,8 @@ import (
 // a resolv.conf naming a loopback address where no server listens: a name the
 // hosts file lacks fails at once, and no query leaves the machine).
 // pinned.test is 127.0.0.8 for the resolver but 127.0.0.7 for the policy's load
-// (namesLoadHosts): the connection must go where the pin says.
+// (namesLoadHosts): the connection must go where the pin says. dual.test has
+// an IPv6 and an IPv4 address, as most names do.
 const namesRunHosts = `127.0.0.1 localhost
 ::1 localhost ip6-localhost
 127.0.0.7 svc.test
@@ -30,6 +31,8 @@ const namesRunHosts = `127.0.0.1 localhost
 127.0.0.10 twin.test
 127.0.0.7 twin.test
 ::1 v6.test
+::1 dual.test
+127.0.0.7 dual.test
 `
 
 const namesLoadHosts = `127.0.0.1 localhost
@@ -144,6 +147,7 @@ func TestGuardNetNamesAnyAddress(t *testing.T) {
 			{name: "urllib", code: "return urllib.request.urlopen('http://svc.test:%d/' % P).read()", value: "b'pong'"},
 			{name: "ssl-wrapped socket", code: "return tls('svc.test', P)", value: "'127.0.0.7'"},
 			{name: "UDP sendto", code: "return udp('svc.test', P)", value: "1"},
+			{name: "create_connection to a name with IPv6 and IPv4 addresses", code: "return peer(socket.create_connection(('dual.test', P)))", value: "'127.0.0.7'"},
 			{name: "getaddrinfo", code: "return sorted({a[4][0] for a in socket.getaddrinfo('twin.test', P, type=socket.SOCK_STREAM)})",
 				value: "['127.0.0.10', '127.0.0.7']"},
 			{name: "gethostbyname", code: "return socket.gethostbyname('svc.test')", value: "'127.0.0.7'"},
@@ -187,6 +191,11 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 			{name: "asyncio", code: "return aio('svc.test', P)", value: "'127.0.0.7'"},
 			{name: "urllib", code: "return urllib.request.urlopen('http://svc.test:%d/' % P).read()", value: "b'pong'"},
 			{name: "UDP sendto", code: "return udp('svc.test', P)", value: "1"},
+			// The IPv6 answer no rule allows is refused at its connect, and
+			// create_connection goes on to the IPv4 one, as through the OS
+			// layer (where IPv6 has no route).
+			{name: "create_connection to a name with an IPv6 answer no rule allows", code: "return peer(socket.create_connection(('dual.test', P)))", value: "'127.0.0.7'"},
+			{name: "urllib to that name", code: "return urllib.request.urlopen('http://dual.test:%d/' % P).read()", value: "b'pong'"},
 			{name: "a pinned name goes to its pinned address", code: "s = socket.socket()\ns.connect(('pinned.test', P))\nreturn peer(s)", value: "'127.0.0.7'"},
 			{name: "create_connection to a pinned name", code: "return peer(socket.create_connection(('pinned.test', P)))", value: "'127.0.0.7'"},
 			{name: "bind to a name", code: "s = socket.socket()\ns.bind(('svc.test', 0))\nr = s.getsockname()[0]\ns.close()\nreturn r", value: "'127.0.0.7'"},
@@ -194,6 +203,7 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 				value: "['127.0.0.10', '127.0.0.7']"},
 			denied("connect", "socket.socket().connect(('twin.test', P))"),
 			denied("connect_ex", "socket.socket().connect_ex(('twin.test', P))"),
+			denied("UDP sendmsg", "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.sendmsg([b'x'], [], 0, ('twin.test', P))"),
 			denied("create_connection", "socket.create_connection(('twin.test', P))"),
 			denied("getaddrinfo for TCP", "socket.getaddrinfo('twin.test', P, type=socket.SOCK_STREAM)"),
 			denied("asyncio", "aio('twin.test', P)"),
@@ -248,17 +258,21 @@ func TestGuardNetNamesPsycopg2(t *testing.T) {
 				msg: []string{"Guard network connection to '[svc.test]:2' DENIED by implicit default policy."}, fix: "Add `net=ALLOW|tcp|svc.test|2|OUT`."},
 		})
 		// Every address allowed on the port: the name goes on to libpq, which
-		// finds nothing listening there.
+		// finds nothing listening there. A pinned name is given to libpq with
+		// its pinned address (hostaddr=): libpq connects there, not where the
+		// resolver says now (127.0.0.8).
 		l, err := net.Listen("tcp", "127.0.0.7:0")
 		if err != nil {
 			t.Fatal(err)
 		}
 		free := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		pol = namesPolicy(t, dir, fmt.Sprintf("python-import=*\nnet=ALLOW|tcp|*|%d|OUT\n", free))
+		pol = namesPolicy(t, dir, fmt.Sprintf("python-import=*\nnet=ALLOW|tcp|*|%d|OUT\nnet=ALLOW|tcp|pinned.test|%d|OUT\n", free, free+1))
 		r := runCasesIn(t, in, dir, pol, wrap, fmt.Sprintf("import psycopg2\nP = %d\n", free), []pyCase{
 			{name: "a name where every address is allowed reaches libpq", code: "psycopg2.connect('host=svc.test port=%d connect_timeout=5' % P)",
-				exc: "OperationalError", msg: []string{"127.0.0.7"}},
+				exc: "OperationalError", msg: []string{"(127.0.0.7)"}},
+			{name: "a pinned name is connected to its pinned address", code: "psycopg2.connect(host='pinned.test', port=P + 1, connect_timeout=5, application_name=\"o'k\\\\\")",
+				exc: "OperationalError", msg: []string{"connection to server at \"127.0.0.7\""}},
 		})
 		if strings.Contains(r.stdout, refused) {
 			t.Errorf("libpq was not reached:\n%s", r)

@@ -676,11 +676,15 @@ def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_pa
                _refuse=_net_refuse, _type=type, _int=int, _tuple=tuple, _len=len, _str=str, _bytes=bytes,
                _isinstance=isinstance, _Exception=Exception):
     """After socket.getaddrinfo answered (the pinned addresses, or the
-    resolver's): a name is allowed only when every address of the answer is,
-    for the protocol, port and direction the call names (type or proto, a
-    numeric port, AI_PASSIVE for a bind). Without them nothing is judged here:
-    the connect judges the address it is given. None, or the refusal of the
-    first address refused (None in learning mode)."""
+    resolver's), for the protocol, port and direction the call names (type or
+    proto, a numeric port, AI_PASSIVE for a bind): a name is refused when a
+    DENY rule matches any address of the answer (DENY first, whatever the
+    order of the answer), or when no address of it is allowed. An address the
+    default refuses among allowed ones is left to the connect, which judges
+    the address it is given (as the OS layer judges each connection: an IPv6
+    answer under IPv4 rules is refused there, and create_connection tries the
+    next). Without protocol and port nothing is judged here. None, or the
+    refusal (None in learning mode)."""
     if S[0]:
         return None
     h = _tostr(host) if host is not None else None
@@ -706,6 +710,7 @@ def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_pa
     if p == 0:
         return None
     direction = 1 if passive else 2
+    first = None
     for e in res:
         if _type(e) is not _tuple or _len(e) < 5 or _type(e[4]) is not _tuple or _type(e[4][0]) is not _str:
             continue
@@ -713,8 +718,14 @@ def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_pa
         if ip is None:
             continue
         ok, rule = _decide(S, p, ip, port, direction)
-        if not ok:
+        if ok:
+            first = False
+        elif rule is not None:
             return _refuse(S, p, direction, h, ip, port, rule)
+        elif first is None:
+            first = ip
+    if first:
+        return _refuse(S, p, direction, h, first, port, None)
     return None
 
 
@@ -1699,7 +1710,9 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
     if _parse(host) is None:
         # A name given to the C socket itself (the socket module's methods
         # resolve it first, see _sock_call): the C resolver has picked the
-        # address already, and the hook is not told which.
+        # address already, and the hook is not told which; for a pinned name
+        # too (only the namespace providers' hosts file answers it with the
+        # pinned addresses).
         return _unresolved(S, proto, direction, host, port, (4,) if fam == 2 else (4, 6), 'the socket',
                            'Resolve it first (socket.getaddrinfo answers with the addresses the rules judge) '
                            'and give the socket the address.')
@@ -1841,24 +1854,29 @@ def _pg_judge(S, parse, dsn, _unresolved=_net_unresolved, _net=_net_check, _pars
               _deny=_deny,
               _param=_pg_param, _modules=_sys.modules, _Exception=Exception, _len=len, _max=max, _range=range,
               _int=int, _str=str, _type=type, _dict=dict, _getattr=getattr, _dir=_PG_SOCKET_DIR):
-    """None when every target of a psycopg2 connection with this DSN is
-    allowed, else the refusal (None in learning mode, after recording)."""
+    """(refusal, dsn): the refusal when a target of a psycopg2 connection with
+    this DSN is refused (None in learning mode, after recording), else None
+    and the DSN to give libpq: None to keep it, or the same with hostaddr=
+    naming the address pinned for each pinned host name, so that libpq
+    connects to the address judged (it still names the host, for TLS)."""
     try:
         p = parse(dsn if dsn is not None else '')
     except _Exception:
-        return None  # libpq refuses the DSN itself
+        return None, None  # libpq refuses the DSN itself
     if _type(p) is not _dict:
-        return None
+        return None, None
     osm = _modules.get('os')
     env = _getattr(_getattr(osm, 'environ', None), '_data', None)
     if _param(p, env, 'service', 'PGSERVICE'):
-        return None
+        return None, None
     hosts = _param(p, env, 'host', 'PGHOST')
     addrs = _param(p, env, 'hostaddr', 'PGHOSTADDR')
     ports = _param(p, env, 'port', 'PGPORT')
     hl = hosts.split(',') if hosts else ['']
     al = addrs.split(',') if addrs else []
     pl = ports.split(',') if ports else ['']
+    ha = []
+    pinned = False
     for i in _range(_max(_len(hl), _len(al))):
         h = hl[i].strip() if i < _len(hl) else ''
         a = al[i].strip() if i < _len(al) else ''
@@ -1867,6 +1885,7 @@ def _pg_judge(S, parse, dsn, _unresolved=_net_unresolved, _net=_net_check, _pars
         if not ps.isdigit() or _len(ps) > 5:
             continue  # libpq refuses it
         port = _int(ps)
+        ha.append(a)
         if a:
             e = _net(S, 1, 2, a, port)  # hostaddr: the address connected to
         elif h == '' or h.startswith('/'):
@@ -1877,21 +1896,33 @@ def _pg_judge(S, parse, dsn, _unresolved=_net_unresolved, _net=_net_check, _pars
                       h, '', '', None, 111)
         elif h.lower().rstrip('.') == 'localhost' and h.lower().rstrip('.') not in S[5]:
             e = _net(S, 1, 2, '127.0.0.1', port)
-        elif _parse(h) is not None or h.lower().rstrip('.') in S[5]:
-            e = _net(S, 1, 2, h, port)  # an address, or a pinned name: every address pinned for it
+        elif _parse(h) is not None:
+            e = _net(S, 1, 2, h, port)
+        elif h.lower().rstrip('.') in S[5]:
+            e = _net(S, 1, 2, h, port)  # every address pinned for it; libpq is given the first
+            ha[-1] = S[5][h.lower().rstrip('.')][0][2]
+            pinned = True
         else:
             # libpq resolves the name itself: allowed where every address is.
             e = _unresolved(S, 1, 2, h, port, (4, 6), 'libpq',
                             'Pin the name with a rule of its own, or give libpq the address (hostaddr=).')
         if e is not None:
-            return e
-    return None
+            return e, None
+    if not pinned or S[0] or _len(ha) != _max(_len(hl), _len(al)):
+        return None, None
+    p['hostaddr'] = ','.join(ha)
+    return None, ' '.join("%s='%s'" % (key, _str(v).replace('\\', '\\\\').replace("'", "\\'")) for key, v in p.items())
 
 
 def _pg_connect_call(S, orig, parse, a, k, _judge=_pg_judge):
-    e = _judge(S, parse, a[0] if a else k.get('dsn'))
+    e, dsn = _judge(S, parse, a[0] if a else k.get('dsn'))
     if e is not None:
         raise e
+    if dsn is not None:
+        if a:
+            a = (dsn,) + a[1:]
+        else:
+            k['dsn'] = dsn
     return orig(*a, **k)
 
 
