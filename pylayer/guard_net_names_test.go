@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -42,8 +43,11 @@ const namesLoadHosts = `127.0.0.1 localhost
 // namesEnv starts the child in a mount namespace of its own, where
 // /etc/hosts and /etc/resolv.conf are the test's; it skips when that cannot be
 // done here. It also serves HTTP on 127.0.0.7 (svc.test) and answers UDP
-// there, on one port it returns.
-func namesEnv(t *testing.T, dir string) (wrap []string, port int) {
+// there, on one port it returns. The resolver of resolv.conf, 127.0.0.153:53,
+// is the test's too when that address is free: it refuses every query, and
+// queries returns the names asked so far (nil when the test could not listen
+// there: then nothing answers, and a query fails at once).
+func namesEnv(t *testing.T, dir string) (wrap []string, port int, queries func() []string) {
 	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("the host-name cases bind a hosts file over /etc/hosts in a mount namespace: they need root")
@@ -75,7 +79,49 @@ func namesEnv(t *testing.T, dir string) (wrap []string, port int) {
 		t.Skipf("cannot listen on udp 127.0.0.7:%d: %v", port, err)
 	}
 	t.Cleanup(func() { u.Close() })
-	return wrap, port
+	queries = func() []string { return nil }
+	if dns, err := net.ListenPacket("udp", "127.0.0.153:53"); err != nil {
+		t.Logf("no resolver of the test (%v): queries are not seen", err)
+	} else {
+		t.Cleanup(func() { dns.Close() })
+		var mu sync.Mutex
+		var names []string
+		go func() {
+			b := make([]byte, 512)
+			for {
+				n, from, err := dns.ReadFrom(b)
+				if err != nil {
+					return
+				}
+				if n < 12 {
+					continue
+				}
+				mu.Lock()
+				names = append(names, queryName(b[12:n]))
+				mu.Unlock()
+				// REFUSED, the question echoed: the client gives up at once.
+				r := append([]byte{}, b[:n]...)
+				r[2], r[3] = 0x81, 0x85
+				dns.WriteTo(r, from)
+			}
+		}()
+		queries = func() []string {
+			mu.Lock()
+			defer mu.Unlock()
+			return slices.Clone(names)
+		}
+	}
+	return wrap, port, queries
+}
+
+// queryName reads the name of a DNS question (labels until a zero length).
+func queryName(q []byte) string {
+	var parts []string
+	for len(q) > 0 && q[0] != 0 && int(q[0]) < len(q) {
+		parts = append(parts, string(q[1:1+q[0]]))
+		q = q[1+q[0]:]
+	}
+	return strings.Join(parts, ".")
 }
 
 // namesPolicy loads rules with pinned.test resolved by namesLoadHosts.
@@ -129,7 +175,7 @@ def udp(host, port):
 func TestGuardNetNamesAnyAddress(t *testing.T) {
 	eachPython(t, func(t *testing.T, in *Interpreter) {
 		dir := t.TempDir()
-		wrap, port := namesEnv(t, dir)
+		wrap, port, queries := namesEnv(t, dir)
 		rules := fmt.Sprintf("python-import=*\npython-api=ALLOW:threads\nnet=ALLOW|tcp|*|%d|OUT\nnet=ALLOW|udp|*|%d|OUT\n", port, port)
 		pol := namesPolicy(t, dir, rules)
 		const refused = "RuleSocketConnectionRefusedError"
@@ -158,8 +204,13 @@ func TestGuardNetNamesAnyAddress(t *testing.T) {
 			implicit("the C socket to another port", "_socket.socket().connect(('svc.test', 1))", "connection to '[svc.test]:1'", "net=ALLOW|tcp|svc.test|1|OUT"),
 			implicit("bind to a name", "socket.socket().bind(('svc.test', P))", fmt.Sprintf("bind to '[svc.test]:%d'", port), fmt.Sprintf("net=ALLOW|tcp|svc.test|%d|IN", port)),
 			implicit("asyncio to another port", "aio('svc.test', 1)", "connection to '[svc.test]:1'", "net=ALLOW|tcp|svc.test|1|OUT"),
+			// A name the hosts file lacks goes to the resolver, which refuses it.
+			{name: "a name the resolver refuses", code: "socket.create_connection(('asked.test', P))", exc: "gaierror"},
 		}
 		runCasesIn(t, in, dir, pol, wrap, fmt.Sprintf(namesPrelude, port), cases)
+		if q := queries(); q != nil && !slices.Contains(q, "asked.test") {
+			t.Errorf("the resolver of the test was not asked for asked.test: %q", q)
+		}
 	})
 }
 
@@ -175,7 +226,7 @@ func TestGuardNetNamesAnyAddress(t *testing.T) {
 func TestGuardNetNamesSomeAddresses(t *testing.T) {
 	eachPython(t, func(t *testing.T, in *Interpreter) {
 		dir := t.TempDir()
-		wrap, port := namesEnv(t, dir)
+		wrap, port, _ := namesEnv(t, dir)
 		deny := fmt.Sprintf("net=DENY|*|127.0.0.10|%d|OUT", port)
 		rules := fmt.Sprintf("net=ALLOW|*|127.0.0.0/8|%d|OUT\n%s\nnet=ALLOW|tcp|pinned.test|%d|OUT\nnet=ALLOW|tcp|127.0.0.0/8|0|IN\npython-import=*\npython-api=ALLOW:threads\n",
 			port, deny, port)
@@ -229,6 +280,47 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 	})
 }
 
+// TestGuardNetNamesNoQueryLeaves: under rules that name hosts only, a name no
+// rule can allow is refused, by the implicit default policy with the rule line
+// that would allow it, before any query leaves, through every resolving door
+// (getaddrinfo, of the C module too, gethostbyname, gethostbyname_ex,
+// gethostbyaddr given a name, create_connection, the socket's connect): the
+// test's resolver sees no query. A pinned name is answered with its pinned
+// address, whatever the resolver says now.
+func TestGuardNetNamesNoQueryLeaves(t *testing.T) {
+	eachPython(t, func(t *testing.T, in *Interpreter) {
+		dir := t.TempDir()
+		wrap, port, queries := namesEnv(t, dir)
+		pol := namesPolicy(t, dir, fmt.Sprintf("net=ALLOW|tcp|pinned.test|%d|OUT\npython-import=*\n", port))
+		const refused = "RuleSocketConnectionRefusedError"
+		implicit := func(name, code, host, port, fix string) pyCase {
+			return pyCase{name: name, code: code, exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[" + host + "]:" + port + "' DENIED by implicit default policy."},
+				fix: "Add `" + fix + "`."}
+		}
+		p := fmt.Sprint(port)
+		cases := []pyCase{
+			implicit("getaddrinfo", "socket.getaddrinfo('leak1.test', P)", "leak1.test", p, "net=ALLOW|tcp|leak1.test|"+p+"|OUT"),
+			implicit("getaddrinfo for UDP", "socket.getaddrinfo('leak2.test', P, type=socket.SOCK_DGRAM)", "leak2.test", p, "net=ALLOW|udp|leak2.test|"+p+"|OUT"),
+			implicit("the C module's getaddrinfo", "_socket.getaddrinfo('leak3.test', P)", "leak3.test", p, "net=ALLOW|tcp|leak3.test|"+p+"|OUT"),
+			implicit("gethostbyname", "socket.gethostbyname('leak4.test')", "leak4.test", "0", "net=ALLOW|tcp|leak4.test|*|OUT"),
+			implicit("gethostbyname_ex", "socket.gethostbyname_ex('leak5.test')", "leak5.test", "0", "net=ALLOW|tcp|leak5.test|*|OUT"),
+			implicit("gethostbyaddr given a name", "socket.gethostbyaddr('leak6.test')", "leak6.test", "0", "net=ALLOW|tcp|leak6.test|*|OUT"),
+			implicit("create_connection", "socket.create_connection(('leak7.test', P))", "leak7.test", p, "net=ALLOW|tcp|leak7.test|"+p+"|OUT"),
+			implicit("connect", "socket.socket().connect(('leak8.test', P))", "leak8.test", p, "net=ALLOW|tcp|leak8.test|"+p+"|OUT"),
+			{name: "a pinned name", code: "return sorted({a[4][0] for a in socket.getaddrinfo('pinned.test', P)})", value: "['127.0.0.7']"},
+			{name: "gethostbyname of a pinned name", code: "return socket.gethostbyname('pinned.test')", value: "'127.0.0.7'"},
+			{name: "connect to a pinned name", code: "return peer(socket.create_connection(('pinned.test', P)))", value: "'127.0.0.7'"},
+		}
+		runCasesIn(t, in, dir, pol, wrap, fmt.Sprintf(namesPrelude, port), cases)
+		for _, q := range queries() {
+			if strings.HasPrefix(q, "leak") {
+				t.Errorf("a query for %s left", q)
+			}
+		}
+	})
+}
+
 // TestGuardNetNamesPsycopg2: libpq resolves a host name itself, after the
 // guard's check: a name is let through where every address is allowed (the
 // OS layer judges the one libpq picks), and refused elsewhere, naming the rule
@@ -240,7 +332,7 @@ func TestGuardNetNamesPsycopg2(t *testing.T) {
 			t.Skipf("psycopg2 is not installed for %s (Debian's python3-psycopg2 is /usr/bin/python3's): %v", in.Path, err)
 		}
 		dir := t.TempDir()
-		wrap, port := namesEnv(t, dir)
+		wrap, port, _ := namesEnv(t, dir)
 		deny := fmt.Sprintf("net=DENY|tcp|127.0.0.10|%d|OUT", port)
 		rules := fmt.Sprintf("python-import=*\nnet=ALLOW|tcp|*|%d|OUT\nnet=ALLOW|tcp|127.0.0.0/8|%d|OUT\n%s\n", port, port+1, deny)
 		pol := namesPolicy(t, dir, rules)
@@ -287,7 +379,7 @@ func TestGuardNetNamesPsycopg2(t *testing.T) {
 func TestGuardLearnNetNames(t *testing.T) {
 	eachPython(t, func(t *testing.T, in *Interpreter) {
 		dir := t.TempDir()
-		wrap, port := namesEnv(t, dir)
+		wrap, port, _ := namesEnv(t, dir)
 		prog := fmt.Sprintf(`import socket
 P = %d
 s = socket.socket()

@@ -1772,6 +1772,7 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
                _bytes=bytes, _len=len, _can=_net_can, _refuse=_net_refuse, _deny=_deny):
     # A name no rule can allow is refused before any query leaves (a pinned
     # name is answered by the patched resolver; localhost by the hosts file).
+    # gethostbyaddr resolves a name it is given before its reverse lookup.
     host = args[0]
     if S[0] or host is None:
         return None
@@ -2207,7 +2208,7 @@ HANDLERS = {
     'exec': _h_code, 'compile': _h_compile, 'marshal.loads': _h_marshal,
     'code.__new__': _h_codenew, 'function.__new__': _h_funcnew,
     'socket.connect': _h_sock, 'socket.bind': _h_sock, 'socket.sendto': _h_sock, 'socket.sendmsg': _h_sock,
-    'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve,
+    'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve, 'socket.gethostbyaddr': _h_resolve,
     'sqlite3.connect': _h_sqlite,
     'sys._getframe': _h_frame_api, 'sys._getframemodulename': _h_frame_api,
     'object.__getattr__': _h_getattr,
