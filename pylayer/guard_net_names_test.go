@@ -272,6 +272,20 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 					"so the address it picks cannot be judged; rule '%s' from .py-sandboxes(2) refuses some addresses there.", port, deny)}},
 			{name: "the C socket given a pinned name", code: "_socket.socket().connect(('pinned.test', P))", exc: refused, rule: deny, ref: ".py-sandboxes(2)",
 				msg: []string{"DENIED: the socket resolves the host name itself"}},
+			// What the C socket accepts besides str and int: bytes and
+			// bytearray hosts, int subclasses and __index__ ports.
+			{name: "a bytearray address", code: "socket.socket().connect((bytearray(b'127.0.0.2'), 2))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.2]:2' DENIED by implicit default policy."}},
+			{name: "a bytearray name", code: "socket.socket().connect((bytearray(b'twin.test'), P))", exc: refused, rule: deny, ref: ".py-sandboxes(2)",
+				msg: []string{"DENIED: the socket resolves the host name itself"}},
+			{name: "a port of an int subclass", code: "class I(int):\n    def __index__(self): return P\n    def __int__(self): return P\n" +
+				"socket.socket().connect(('127.0.0.10', I(2)))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.10]:2' DENIED by implicit default policy."}},
+			{name: "a port given by __index__", code: "class I:\n    def __index__(self): return P\n" +
+				"socket.socket().connect(('127.0.0.7', I()))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.7]' DENIED by implicit default policy: its port is not an int."}},
+			{name: "a bool port", code: "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'x', ('127.0.0.7', True))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.7]:1' DENIED by implicit default policy."}},
 			{name: "a name on a port no rule opens", code: "socket.create_connection(('other.test', 2))", exc: refused,
 				msg: []string{"[Errno 111] Guard network connection to '[other.test]:2' DENIED by implicit default policy."},
 				fix: "Add `net=ALLOW|tcp|other.test|2|OUT`."},

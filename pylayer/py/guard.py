@@ -1675,7 +1675,7 @@ def _sock_kind(sock, _type=type, _Exception=Exception):
 
 def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
             _check=_check_path, _net=_net_check, _unresolved=_net_unresolved, _parse=_parse_ip, _deny=_deny,
-            _kind=_sock_kind):
+            _kind=_sock_kind, _bytearray=bytearray, _issubclass=issubclass, _enc=_FSENC):
     sock = args[0]
     addr = args[1]
     k = _kind(sock)
@@ -1695,10 +1695,22 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
         return None
     if _type(addr) is not _tuple or _len(addr) < 2:
         return None
-    host = _tostr(addr[0])
+    h = addr[0]
+    # The host as the C socket reads it: str, bytes or bytearray (read by
+    # bytearray's own method, not the object's); anything else it refuses.
+    host = _bytearray.decode(h, _enc, 'surrogateescape') if _issubclass(_type(h), _bytearray) else _tostr(h)
     port = addr[1]
-    if host is None or _type(port) is not _int:
+    if host is None:
         return None
+    if _type(port) is not _int:
+        if not _issubclass(_type(port), _int):
+            # The C socket took the port from the object's __index__ already;
+            # asking it again could answer otherwise.
+            return _deny(S, 'network', S[13][2],
+                         "Guard network %s '[%s]' DENIED by implicit default policy: its port is not an int."
+                         % ('bind to' if event == 'socket.bind' else 'connection to', host),
+                         '[%s]' % host, '', '', None, 111)
+        port = _int.__add__(port, 0)  # the value itself, whatever the subclass says
     proto = 1 if typ == 1 else 2 if typ == 2 else 0
     if proto == 0:
         return None
