@@ -272,12 +272,20 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 					"so the address it picks cannot be judged; rule '%s' from .py-sandboxes(2) refuses some addresses there.", port, deny)}},
 			{name: "the C socket given a pinned name", code: "_socket.socket().connect(('pinned.test', P))", exc: refused, rule: deny, ref: ".py-sandboxes(2)",
 				msg: []string{"DENIED: the socket resolves the host name itself"}},
-			// What the C socket accepts besides str and int: bytes and
-			// bytearray hosts, int subclasses and __index__ ports.
-			{name: "a bytearray address", code: "socket.socket().connect((bytearray(b'127.0.0.2'), 2))", exc: refused,
+			// What the C socket accepts besides a tuple of str and int: a tuple
+			// subclass, bytes and bytearray hosts, int subclasses and __index__
+			// ports, any buffer as a Unix socket's path.
+			{name: "a tuple subclass", code: "class T(tuple):\n    def __getitem__(self, i): return ('127.0.0.7', P)[i]\n" +
+				"socket.socket().connect(T(('127.0.0.2', 2)))", exc: refused,
 				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.2]:2' DENIED by implicit default policy."}},
-			{name: "a bytearray name", code: "socket.socket().connect((bytearray(b'twin.test'), P))", exc: refused, rule: deny, ref: ".py-sandboxes(2)",
-				msg: []string{"DENIED: the socket resolves the host name itself"}},
+			{name: "a bytes address", code: "socket.socket().connect((b'127.0.0.2', 2))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.2]:2' DENIED by implicit default policy."}},
+			{name: "a bytearray address", code: "socket.socket().connect((bytearray(b'127.0.0.7'), P))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to a host given as a bytearray DENIED by implicit default policy: give it as str or bytes."}},
+			{name: "a Unix socket path as a bytearray", code: "socket.socket(socket.AF_UNIX).connect(bytearray(b'/tmp/x.sock'))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to a Unix socket whose path is not str or bytes DENIED by implicit default policy"}},
+			{name: "a Unix socket path as a memoryview", code: "socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM).sendto(b'x', memoryview(b'/tmp/x.sock'))", exc: refused,
+				msg: []string{"[Errno 111] Guard network connection to a Unix socket whose path is not str or bytes DENIED by implicit default policy"}},
 			{name: "a port of an int subclass", code: "class I(int):\n    def __index__(self): return P\n    def __int__(self): return P\n" +
 				"socket.socket().connect(('127.0.0.10', I(2)))", exc: refused,
 				msg: []string{"[Errno 111] Guard network connection to '[127.0.0.10]:2' DENIED by implicit default policy."}},

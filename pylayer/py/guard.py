@@ -1675,14 +1675,23 @@ def _sock_kind(sock, _type=type, _Exception=Exception):
 
 def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
             _check=_check_path, _net=_net_check, _unresolved=_net_unresolved, _parse=_parse_ip, _deny=_deny,
-            _kind=_sock_kind, _bytearray=bytearray, _issubclass=issubclass, _enc=_FSENC):
+            _kind=_sock_kind, _bytearray=bytearray, _issubclass=issubclass, _str=str, _bytes=bytes):
     sock = args[0]
     addr = args[1]
     k = _kind(sock)
     if k is None:
         return None
     fam, typ = k
+    verb = 'bind to' if event == 'socket.bind' else 'connection to'
     if fam == 1:  # AF_UNIX: the socket's path follows the file rules, and needs rw
+        t = _type(addr)
+        if not _issubclass(t, _str) and t is not _bytes:
+            # The C socket read any other object through the buffer protocol
+            # (a bytes subclass's __buffer__, a bytearray another thread may
+            # change): what it read cannot be read again for sure.
+            return _deny(S, 'network', S[13][2],
+                         "Guard network %s a Unix socket whose path is not str or bytes DENIED by implicit default "
+                         "policy: give the path as str or bytes." % verb, '', '', '', None, 111)
         s = _tostr(addr)
         if s is None:
             return None
@@ -1693,23 +1702,29 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
         return _check(S, s, True, None, False, False, True, True)
     if fam != 2 and fam != 10:
         return None
-    if _type(addr) is not _tuple or _len(addr) < 2:
+    # The C socket takes a tuple subclass as a tuple (read by tuple's own
+    # methods here, not the object's).
+    if not _issubclass(_type(addr), _tuple) or _tuple.__len__(addr) < 2:
         return None
-    h = addr[0]
-    # The host as the C socket reads it: str, bytes or bytearray (read by
-    # bytearray's own method, not the object's); anything else it refuses.
-    host = _bytearray.decode(h, _enc, 'surrogateescape') if _issubclass(_type(h), _bytearray) else _tostr(h)
-    port = addr[1]
+    h = _tuple.__getitem__(addr, 0)
+    port = _tuple.__getitem__(addr, 1)
+    if _issubclass(_type(h), _bytearray):
+        # The C socket also takes a bytearray host: another thread may have
+        # changed it since.
+        return _deny(S, 'network', S[13][2],
+                     "Guard network %s a host given as a bytearray DENIED by implicit default policy: give it as str "
+                     "or bytes." % verb, '', '', '', None, 111)
+    t = _type(h)
+    host = _tostr(h) if _issubclass(t, _str) or _issubclass(t, _bytes) else None
     if host is None:
-        return None
+        return None  # the C socket refuses it
     if _type(port) is not _int:
         if not _issubclass(_type(port), _int):
             # The C socket took the port from the object's __index__ already;
             # asking it again could answer otherwise.
             return _deny(S, 'network', S[13][2],
                          "Guard network %s '[%s]' DENIED by implicit default policy: its port is not an int."
-                         % ('bind to' if event == 'socket.bind' else 'connection to', host),
-                         '[%s]' % host, '', '', None, 111)
+                         % (verb, host), '[%s]' % host, '', '', None, 111)
         port = _int.__add__(port, 0)  # the value itself, whatever the subclass says
     proto = 1 if typ == 1 else 2 if typ == 2 else 0
     if proto == 0:
