@@ -121,8 +121,8 @@
 // to. A host name is resolved by the layer's getaddrinfo before the socket
 // sees it (socket.socket's connect, connect_ex, bind, sendto and sendmsg give
 // the socket the address of the answer): a pinned name answers its pinned
-// addresses, a name no rule written as an address, a network or * can allow
-// is refused before any query, and an answer with an address a DENY rule
+// addresses, a name no rule written as a network or * can allow is refused
+// before any query, and an answer with an address a DENY rule
 // matches, or with no allowed address, is refused when the call names its
 // protocol and port (create_connection, asyncio, urllib3 do). Where every
 // address is allowed (a rule for the whole family, no DENY rule there) a

@@ -302,18 +302,20 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 	})
 }
 
-// TestGuardNetNamesNoQueryLeaves: under rules that name hosts only, a name no
-// rule can allow is refused, by the implicit default policy with the rule line
-// that would allow it, before any query leaves, through every resolving door
-// (getaddrinfo, of the C module too, gethostbyname, gethostbyname_ex,
-// gethostbyaddr given a name, create_connection, the socket's connect): the
-// test's resolver sees no query. A pinned name is answered with its pinned
-// address, whatever the resolver says now.
+// TestGuardNetNamesNoQueryLeaves: under rules that name hosts and single
+// addresses only, a name no rule can allow is refused, by the implicit default
+// policy with the rule line that would allow it, before any query leaves,
+// through every resolving door (getaddrinfo, of the C module too,
+// gethostbyname, gethostbyname_ex, gethostbyaddr given a name,
+// create_connection, the socket's connect): the test's resolver sees no query.
+// A rule naming one address allows that address, not the names that lead
+// there; a pinned name is answered with its pinned address, whatever the
+// resolver says now.
 func TestGuardNetNamesNoQueryLeaves(t *testing.T) {
 	eachPython(t, func(t *testing.T, in *Interpreter) {
 		dir := t.TempDir()
 		wrap, port, queries := namesEnv(t, dir)
-		pol := namesPolicy(t, dir, fmt.Sprintf("net=ALLOW|tcp|pinned.test|%d|OUT\npython-import=*\n", port))
+		pol := namesPolicy(t, dir, fmt.Sprintf("net=ALLOW|tcp|pinned.test|%d|OUT\nnet=ALLOW|tcp|127.0.0.7|%d|OUT\npython-import=*\n", port, port))
 		const refused = "RuleSocketConnectionRefusedError"
 		implicit := func(name, code, host, port, fix string) pyCase {
 			return pyCase{name: name, code: code, exc: refused,
@@ -330,13 +332,15 @@ func TestGuardNetNamesNoQueryLeaves(t *testing.T) {
 			implicit("gethostbyaddr given a name", "socket.gethostbyaddr('leak6.test')", "leak6.test", "0", "net=ALLOW|tcp|leak6.test|*|OUT"),
 			implicit("create_connection", "socket.create_connection(('leak7.test', P))", "leak7.test", p, "net=ALLOW|tcp|leak7.test|"+p+"|OUT"),
 			implicit("connect", "socket.socket().connect(('leak8.test', P))", "leak8.test", p, "net=ALLOW|tcp|leak8.test|"+p+"|OUT"),
+			implicit("a name for an address a rule names", "socket.create_connection(('svc.test', P))", "svc.test", p, "net=ALLOW|tcp|svc.test|"+p+"|OUT"),
+			{name: "that address", code: "return peer(socket.create_connection(('127.0.0.7', P)))", value: "'127.0.0.7'"},
 			{name: "a pinned name", code: "return sorted({a[4][0] for a in socket.getaddrinfo('pinned.test', P)})", value: "['127.0.0.7']"},
 			{name: "gethostbyname of a pinned name", code: "return socket.gethostbyname('pinned.test')", value: "'127.0.0.7'"},
 			{name: "connect to a pinned name", code: "return peer(socket.create_connection(('pinned.test', P)))", value: "'127.0.0.7'"},
 		}
 		runCasesIn(t, in, dir, pol, wrap, fmt.Sprintf(namesPrelude, port), cases)
 		for _, q := range queries() {
-			if strings.HasPrefix(q, "leak") {
+			if strings.HasPrefix(q, "leak") || q == "svc.test" {
 				t.Errorf("a query for %s left", q)
 			}
 		}

@@ -610,12 +610,13 @@ def _net_open(S, proto, port, direction, fams, _in=_in_ports):
 
 
 def _net_can(S, protos, port, direction, fams, _in=_in_ports):
-    """(can, deny): can is whether an ALLOW rule written as an address, a
-    network or '*' (not a host name: that one allows its pinned name) covers
-    some address of the families fams for one of protos, port (None: any) and
-    direction (a set), so that a name the policy does not pin may resolve to an
-    address it allows; deny is a DENY rule that matches every address there,
-    when there is one (it refuses whatever the name resolves to)."""
+    """(can, deny): can is whether an ALLOW rule written as a network or '*'
+    covers addresses of the families fams for one of protos, port (None: any)
+    and direction (a set), so that a name the policy does not pin may resolve
+    to an address it allows (a rule naming a host allows that pinned name, a
+    rule naming one address that address: another name for it must be named
+    by a rule); deny is a DENY rule that matches every address there, when
+    there is one (it refuses whatever the name resolves to)."""
     deny = None
     can = False
     for r in S[4]:
@@ -626,7 +627,7 @@ def _net_can(S, protos, port, direction, fams, _in=_in_ports):
                 if not r[0]:
                     if bits == 0 and deny is None:
                         deny = r
-                elif not r[7]:
+                elif not r[7] and bits < (32 if f == 4 else 128):
                     can = True
     return can, deny
 
