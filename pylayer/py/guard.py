@@ -1751,10 +1751,11 @@ def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_
                _refuse=_net_refuse, _type=type, _tuple=tuple, _int=int, _len=len):
     """The socket module's connect, connect_ex, bind, sendto and sendmsg (sealed
     wrappers, arm.py; x: (the address's position in the arguments, -1 for
-    sendto's last, whether it binds, the layer's getaddrinfo)): a host name is resolved by the layer's getaddrinfo
-    (the pinned addresses of a pinned name; a name no rule can allow refused
-    before any query; every address of the answer judged), and the socket is
-    given the first address of the answer, the one checked. Where every
+    sendto's last, whether it binds, the layer's getaddrinfo)): a host name
+    is resolved by the layer's getaddrinfo (the pinned addresses of a pinned
+    name; a name no rule can allow refused before any query, for this
+    direction; the answer judged, see _gai_judge), and the socket is given
+    the first address of the answer, which the hook judges. Where every
     address is allowed the name goes on to the socket as it is (the C
     resolver picks; nothing to judge)."""
     pos, bind, gai = x
