@@ -1748,7 +1748,7 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
 
 
 def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_ip, _open=_net_open, _can=_net_can,
-               _refuse=_net_refuse, _type=type, _tuple=tuple, _int=int, _len=len):
+               _refuse=_net_refuse, _type=type, _tuple=tuple, _int=int, _len=len, _str=str, _lits={}):
     """The socket module's connect, connect_ex, bind, sendto and sendmsg (sealed
     wrappers, arm.py; x: (the address's position in the arguments, -1 for
     sendto's last, whether it binds, the layer's getaddrinfo)): a host name
@@ -1764,12 +1764,28 @@ def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_
     if k or pos == 0 or _len(a) <= pos:
         return orig(*a, **k)
     addr = a[pos]
-    kd = _kind(a[0])
-    if kd is None or (kd[0] != 2 and kd[0] != 10) or _type(addr) is not _tuple or _len(addr) < 2:
+    if _type(addr) is not _tuple or _len(addr) < 2:
         return orig(*a)
     port = addr[1]
-    host = _tostr(addr[0])
+    host = addr[0]
+    if _type(host) is _str:
+        # An address goes on as it is (the hook judges it): known ones are
+        # told at one lookup (the cache only saves parsing: it decides
+        # nothing the hook does not judge again).
+        lit = _lits.get(host)
+        if lit is None:
+            lit = _parse(host) is not None
+            if _len(_lits) >= 1024:
+                _lits.clear()
+            _lits[host] = lit
+        if lit:
+            return orig(*a)
+    else:
+        host = _tostr(host)
     if host is None or host == '' or host == '<broadcast>' or _type(port) is not _int or _parse(host) is not None:
+        return orig(*a)
+    kd = _kind(a[0])
+    if kd is None or (kd[0] != 2 and kd[0] != 10):
         return orig(*a)
     fam, typ = kd
     proto = 1 if typ == 1 else 2 if typ == 2 else 0
