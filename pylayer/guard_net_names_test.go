@@ -197,6 +197,8 @@ func TestGuardNetNamesAnyAddress(t *testing.T) {
 			{name: "getaddrinfo", code: "return sorted({a[4][0] for a in socket.getaddrinfo('twin.test', P, type=socket.SOCK_STREAM)})",
 				value: "['127.0.0.10', '127.0.0.7']"},
 			{name: "gethostbyname", code: "return socket.gethostbyname('svc.test')", value: "'127.0.0.7'"},
+			{name: "getaddrinfo without a port", code: "return sorted({a[4][0] for a in socket.getaddrinfo('svc.test', 0, type=socket.SOCK_STREAM)})",
+				value: "['127.0.0.7']"},
 			implicit("connect to another port", "socket.socket().connect(('svc.test', 1))", "connection to '[svc.test]:1'", fmt.Sprintf("net=ALLOW|tcp|svc.test|%d|OUT", 1)),
 			implicit("connect_ex to another port", "socket.socket().connect_ex(('svc.test', 1))", "connection to '[svc.test]:1'", "net=ALLOW|tcp|svc.test|1|OUT"),
 			implicit("create_connection to another port", "socket.create_connection(('svc.test', 1))", "connection to '[svc.test]:1'", "net=ALLOW|tcp|svc.test|1|OUT"),

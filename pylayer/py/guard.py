@@ -708,8 +708,8 @@ def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_pa
     except _Exception:
         return None
     p = 1 if t == 1 else 2 if t == 2 else 1 if pr == 6 else 2 if pr == 17 else 0
-    if p == 0:
-        return None
+    if p == 0 or (port == 0 and not passive):
+        return None  # port 0 names no port to connect to (a bind's is ephemeral)
     direction = 1 if passive else 2
     first = None
     for e in res:
@@ -1837,6 +1837,8 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
             port = p
         elif _type(p) is _str and p.isdigit() and p.isascii() and _len(p) <= 5:
             port = _int(p)
+        if port == 0:
+            port = None  # names no port: the program may connect to any
         fam, typ, pr = args[2], args[3] & 0xf, args[4]
         protos = 1 if typ == 1 else 2 if typ == 2 else 1 if pr == 6 else 2 if pr == 17 else 3
         fams = (4,) if fam == 2 else (4, 6)
