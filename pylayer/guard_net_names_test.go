@@ -152,6 +152,20 @@ def aio(host, port):
         w.close()
         return p
     return asyncio.run(main())
+def aio_sock(host, port):
+    async def main():
+        s = socket.socket()
+        s.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(s, (host, port))
+        return peer(s)
+    return asyncio.run(main())
+def aio_udp(host, port):
+    async def main():
+        t, _ = await asyncio.get_running_loop().create_datagram_endpoint(asyncio.DatagramProtocol, remote_addr=(host, port))
+        p = t.get_extra_info('peername')[0]
+        t.close()
+        return p
+    return asyncio.run(main())
 def tls(host, port):
     s = ssl.create_default_context().wrap_socket(socket.socket(), server_hostname=host, do_handshake_on_connect=False)
     s.connect((host, port))
@@ -244,6 +258,8 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 			{name: "asyncio", code: "return aio('svc.test', P)", value: "'127.0.0.7'"},
 			{name: "urllib", code: "return urllib.request.urlopen('http://svc.test:%d/' % P).read()", value: "b'pong'"},
 			{name: "UDP sendto", code: "return udp('svc.test', P)", value: "1"},
+			{name: "asyncio's sock_connect", code: "return aio_sock('svc.test', P)", value: "'127.0.0.7'"},
+			{name: "an asyncio datagram endpoint", code: "return aio_udp('svc.test', P)", value: "'127.0.0.7'"},
 			// The IPv6 answer no rule allows is refused at its connect, and
 			// create_connection goes on to the IPv4 one, as through the OS
 			// layer (where IPv6 has no route).
@@ -260,6 +276,7 @@ func TestGuardNetNamesSomeAddresses(t *testing.T) {
 			denied("create_connection", "socket.create_connection(('twin.test', P))"),
 			denied("getaddrinfo for TCP", "socket.getaddrinfo('twin.test', P, type=socket.SOCK_STREAM)"),
 			denied("asyncio", "aio('twin.test', P)"),
+			denied("asyncio's sock_connect", "aio_sock('twin.test', P)"),
 			denied("http.client", "http.client.HTTPConnection('twin.test', P).connect()"),
 			denied("ssl-wrapped socket", "tls('twin.test', P)"),
 			{name: "UDP sendto", code: "udp('twin.test', P)", exc: refused, rule: deny, ref: ".py-sandboxes(2)",
