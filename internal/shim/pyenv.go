@@ -2,6 +2,7 @@ package shim
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -325,11 +326,24 @@ func (s *pyenvShim) which(versions []string, origin string) (*Resolution, error)
 	var missing []string
 	for _, ver := range append(versions, "system") {
 		if ver == "system" {
-			if p := s.systemPath(); p != "" {
+			p, shimDirs := s.systemPath()
+			if p == "" {
+				continue
+			}
+			// The system's program may itself be a shim (of another pyenv, or
+			// this one's copied elsewhere): pyenv runs it, with the selected
+			// versions exported and this shim's directory left out of its
+			// search.
+			next, err := Resolve(p, s.env.with(map[string]string{"PYENV_VERSION": strings.Join(versions, ":"), s.shimPathsVar(): shimDirs}))
+			switch {
+			case errors.Is(err, ErrNotShim):
 				res.Path, res.Version = p, "system"
 				return res, nil
+			case err != nil:
+				return nil, err
 			}
-			continue
+			next.Shim, next.Program = s.path, s.program
+			return next, nil
 		}
 		name := ver
 		if !s.installed(name) {
@@ -353,16 +367,19 @@ func (s *pyenvShim) which(versions []string, origin string) (*Resolution, error)
 
 // systemPath looks the program up on PATH without $PYENV_ROOT/shims and the
 // shim's own directory (and those of _PYENV_SHIM_PATHS_<PROGRAM>), as pyenv does
-// for the system version.
-func (s *pyenvShim) systemPath() string {
-	drop := []string{filepath.Join(s.root, "shims")}
-	if dir := filepath.Dir(s.path); dir != drop[0] {
-		drop = append(drop, dir)
+// for the system version, behind the directories pyenv puts first on PATH (its
+// libexec and its plugins' bin). It also returns the value
+// _PYENV_SHIM_PATHS_<PROGRAM> has for a shim it finds.
+func (s *pyenvShim) systemPath() (string, string) {
+	shims := s.env.getenv(s.shimPathsVar())
+	if dir := filepath.Dir(s.path); dir != filepath.Join(s.root, "shims") {
+		shims = strings.TrimSuffix(dir+":"+shims, ":")
 	}
-	prog := regexp.MustCompile(`[^A-Z0-9_]`).ReplaceAllString(strings.ToUpper(strings.ReplaceAll(s.program, "-", "_")), "_")
-	if extra := s.env.getenv("_PYENV_SHIM_PATHS_" + prog); extra != "" {
-		drop = append(drop, filepath.SplitList(extra)...)
-	}
+	drop := append([]string{filepath.Join(s.root, "shims")}, filepath.SplitList(shims)...)
+	dirs := []string{s.libexec}
+	plugins, _ := filepath.Glob(filepath.Join(globQuote(s.root), "plugins", "*", "bin"))
+	slices.Reverse(plugins)
+	dirs = append(dirs, plugins...)
 	home := s.env.getenv("HOME")
 	wd, _ := s.env.dir()
 	for _, d := range filepath.SplitList(s.env.getenv("PATH")) {
@@ -372,6 +389,9 @@ func (s *pyenvShim) systemPath() string {
 		if slices.Contains(drop, d) {
 			continue
 		}
+		dirs = append(dirs, d)
+	}
+	for _, d := range dirs {
 		if d == "" {
 			d = "."
 		}
@@ -379,10 +399,16 @@ func (s *pyenvShim) systemPath() string {
 			d = filepath.Join(wd, d)
 		}
 		if p := filepath.Join(d, s.program); executable(p) {
-			return p
+			return p, shims
 		}
 	}
-	return ""
+	return "", shims
+}
+
+// shimPathsVar is _PYENV_SHIM_PATHS_<PROGRAM>, with the program's name upper
+// case and every character but A-Z, 0-9 and _ replaced by _.
+func (s *pyenvShim) shimPathsVar() string {
+	return "_PYENV_SHIM_PATHS_" + regexp.MustCompile(`[^A-Z0-9_]`).ReplaceAllString(strings.ToUpper(strings.ReplaceAll(s.program, "-", "_")), "_")
 }
 
 // executable reports a regular file with an execute bit.

@@ -27,6 +27,25 @@ type Env struct {
 	Getenv func(key string) (string, bool)
 	// Dir is the working directory ("": the process's).
 	Dir string
+
+	depth int // shims crossed to get here
+}
+
+// maxDepth bounds the shims one shim may lead to (a shim of one pyenv found as
+// the system program of another).
+const maxDepth = 8
+
+// with returns e with the variables of set overriding its own.
+func (e Env) with(set map[string]string) Env {
+	parent := e
+	e.Getenv = func(k string) (string, bool) {
+		if v, ok := set[k]; ok {
+			return v, true
+		}
+		return parent.lookup(k)
+	}
+	e.depth++
+	return e
 }
 
 func (e Env) getenv(key string) string {
@@ -104,6 +123,10 @@ func (e *Error) Error() string {
 // shim, and an *Error for a shim it cannot resolve.
 func Resolve(path string, env Env) (*Resolution, error) {
 	program := filepath.Base(path)
+	if env.depth > maxDepth {
+		return nil, &Error{Shim: path, Manager: "pyenv", Program: program, Which: "pyenv which " + program,
+			Reason: fmt.Sprintf("more than %d shims lead to one another", maxDepth)}
+	}
 	fail := func(manager, reason string) error {
 		return &Error{Shim: path, Manager: manager, Program: program, Reason: reason, Which: manager + " which " + program}
 	}
