@@ -59,7 +59,9 @@ func TestProbeRefusesNobody(t *testing.T) {
 
 type wrapErr struct{ err error }
 
-func (w *wrapErr) Error() string { return "os-sandbox firejail is not available here: " + w.err.Error() }
+func (w *wrapErr) Error() string {
+	return "os-sandbox firejail is not available here: " + w.err.Error()
+}
 func (w *wrapErr) Unwrap() error { return w.err }
 
 // asNobody runs the test binary's test name as uid 65534, from a copy that user
