@@ -96,7 +96,7 @@ print(json.dumps({"version": list(sys.version_info[:3]), "version_s": sys.versio
 // ResolveInterpreter finds the real interpreter: path when given, else the
 // environment variable PYSANDBOXES_PYTHON, else python3 on PATH. A script (a
 // version manager's shim) is resolved to the executable it would run, without
-// running it, when package shim knows its manager (pyenv); else it is run once
+// running it, when package shim can (pyenv, asdf); else it is run once
 // to ask the interpreter it starts for sys.executable. The interpreter must be
 // CPython 3.11 or later. The answer is cached in memory and, per version of the
 // interpreter's file, on disk.

@@ -194,7 +194,7 @@ func TestRunRefusesUnresolvableShim(t *testing.T) {
 				out, errs, code := runUnder(t, dir, env, p, "--", "python3", "-c", "print(1)")
 				manager := strings.Fields(which)[0]
 				for _, part := range []string{
-					"pysandboxes run: python3 is a " + manager + " shim (" + cmdPath + "), which cannot run inside the sandbox",
+					"pysandboxes run: python3 is a" + map[bool]string{true: "n"}[manager == "asdf"] + " " + manager + " shim (" + cmdPath + "), which cannot run inside the sandbox",
 					reason,
 					"Give the real executable as CMD instead (`" + which + "` prints its path), or use --keep-shim to run the shim itself",
 				} {

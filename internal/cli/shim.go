@@ -52,7 +52,7 @@ func unshim(env *Env, command []string) ([]string, error) {
 // describe renders "python3 is a pyenv shim (/root/.pyenv/shims/python3)".
 func describe(name, manager, path string) string {
 	if name == path {
-		return fmt.Sprintf("%s is a %s shim", name, manager)
+		return fmt.Sprintf("%s is %s shim", name, shim.Indefinite(manager))
 	}
-	return fmt.Sprintf("%s is a %s shim (%s)", name, manager, path)
+	return fmt.Sprintf("%s is %s shim (%s)", name, shim.Indefinite(manager), path)
 }

@@ -11,15 +11,24 @@
 // would start runs the manager's code, and its hooks, outside any sandbox.
 //
 // [Resolve] reads the shim (a bounded read of a small regular file, or the target
-// of a symbolic link) and, for a pyenv shim, repeats pyenv's own selection in Go:
-// PYENV_VERSION, else the first .python-version from PYENV_DIR then the working
-// directory up to /, else $PYENV_ROOT/version; "system", "python-" prefixes,
-// version prefixes resolved to the latest installed version as pyenv latest
-// does; the versions tried in order, then the system PATH without the shims. It
-// refuses, with an [*Error] naming the shim, the reason and the command that
+// of a symbolic link) and repeats the manager's own selection in Go:
+//
+//   - pyenv 2: PYENV_VERSION, else the first .python-version from PYENV_DIR then
+//     the working directory up to /, else $PYENV_ROOT/version; "system",
+//     "python-" prefixes, version prefixes resolved to the latest installed
+//     version as pyenv latest does; the versions tried in order, then the system
+//     PATH without the shims (a shim found there is followed as pyenv follows it).
+//   - asdf 0.16 or later (the Go asdf): ASDF_<PLUGIN>_VERSION, else the first
+//     .tool-versions from the working directory up that names the plugin; the
+//     versions the shim lists, in its order, the first whose bin holds the
+//     program; "system" from PATH without the shims.
+//
+// It refuses, with an [*Error] naming the shim, the reason and the command that
 // prints the real path, whenever the answer would depend on code it does not
-// run: a shim whose lines it does not know, a pyenv hook that may change the
-// selection, a manager whose selection it does not repeat (asdf, mise, rtx,
-// volta, rbenv and the other *env managers). A file that is not a shim yields
-// [ErrNotShim].
+// run or on an order it cannot know: a shim whose lines it does not know, a
+// pyenv hook that may change the selection, an asdf plugin's exec-path,
+// list-bin-paths or legacy version file scripts, several asdf plugins for one
+// program, the bash asdf, a manager whose selection it does not repeat (mise,
+// rtx, volta, rbenv and the other *env managers). A file that is not a shim
+// yields [ErrNotShim].
 package shim

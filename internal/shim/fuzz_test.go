@@ -17,6 +17,7 @@ func FuzzResolve(f *testing.F) {
 	f.Add(pyenvTemplate("/ROOT"), "# c\r\n../..\n3.12.1/../3.12.1 x\n")
 	f.Add("#!/usr/bin/env bash\n# asdf-plugin: python 3.12.1\nexec /h/.asdf/bin/asdf exec \"python3\" \"$@\"\n", "")
 	f.Add("#!/bin/sh\nexec mise x -- python3 \"$@\"\n", "system")
+	f.Add("#!/usr/bin/env bash\n# asdf-plugin: python 3.12.1\nexec asdf exec \"python3\" \"$@\"", "python 3.12.1")
 	f.Add("#!/usr/bin/env bash\nexec \"/x/libexec/rbenv\" exec \"$program\" \"$@\"\n", "python-3")
 	dir := f.TempDir()
 	root := filepath.Join(dir, "pyenv")

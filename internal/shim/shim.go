@@ -110,8 +110,16 @@ type Error struct {
 	Which string
 }
 
+// Indefinite renders a manager's name with its article: "a pyenv", "an asdf".
+func Indefinite(manager string) string {
+	if manager != "" && strings.ContainsRune("aeiou", rune(manager[0])) {
+		return "an " + manager
+	}
+	return "a " + manager
+}
+
 func (e *Error) Error() string {
-	s := fmt.Sprintf("%s is a %s shim for %s, whose executable cannot be found without running the shim: %s", e.Shim, e.Manager, e.Program, e.Reason)
+	s := fmt.Sprintf("%s is %s shim for %s, whose executable cannot be found without running the shim: %s", e.Shim, Indefinite(e.Manager), e.Program, e.Reason)
 	if e.Which != "" {
 		s += fmt.Sprintf(" (`%s` prints it)", e.Which)
 	}
@@ -162,9 +170,12 @@ func Resolve(path string, env Env) (*Resolution, error) {
 			}
 			return resolvePyenv(path, program, libexec, lines, env)
 		}
+		if m := asdfGoExecRE.FindStringSubmatch(line); m != nil {
+			return resolveASDF(path, m[1], lines, env)
+		}
 		if m := asdfExecRE.FindStringSubmatch(line); m != nil {
 			return nil, &Error{Shim: path, Manager: "asdf", Program: m[1], Which: "asdf which " + m[1],
-				Reason: "asdf selects the version when the shim runs, from .tool-versions files, ASDF_*_VERSION variables and its plugins' code"}
+				Reason: "the shim is one of asdf before 0.16, whose selection of a version (.tool-versions files, ASDF_*_VERSION variables, its plugins' code) is not repeated here"}
 		}
 		if m := miseExecRE.FindStringSubmatch(line); m != nil {
 			return nil, fail(m[1], m[1]+" selects the version when the shim runs, from its configuration files and environment")

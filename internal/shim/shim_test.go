@@ -230,7 +230,7 @@ func TestRefusals(t *testing.T) {
 		{"pyenv missing", shim4, envOf("/"), "pyenv", "pyenv itself is missing"},
 		{"not installed, no system", shim2, envOf("/", "PYENV_VERSION=3.99"), "pyenv", "no selected version (3.99, set by PYENV_VERSION) has python3, nor has the system PATH; not installed: 3.99"},
 		{"rbenv", rbenv, envOf("/"), "rbenv", "rbenv's selection of a version is not repeated here"},
-		{"asdf", asdf, envOf("/"), "asdf", "asdf selects the version when the shim runs"},
+		{"asdf before 0.16", asdf, envOf("/"), "asdf", "the shim is one of asdf before 0.16"},
 		{"mise link", miseShim, envOf("/"), "mise", "mise selects the version when the shim runs"},
 		{"mise script", miseFile, envOf("/"), "mise", "mise selects the version when the shim runs"},
 		{"volta", voltaShim, envOf("/"), "volta", "volta selects the version when the shim runs"},
