@@ -238,3 +238,57 @@ func TestRunLeavesOrdinaryScripts(t *testing.T) {
 		})
 	}
 }
+
+// TestRunResolvesASDFShim: an asdf 0.16 shim (built by the test: a data
+// directory, a binary standing for asdf on PATH, an install whose python3 is the
+// system's interpreter) runs the install .tool-versions selects, said on
+// stderr.
+func TestRunResolvesASDFShim(t *testing.T) {
+	dir := t.TempDir()
+	// The program runs as an unprivileged uid when the test runs as root: it
+	// must traverse the test's directories to reach the install.
+	for d := dir; d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data := filepath.Join(dir, "asdf")
+	shimPath := filepath.Join(data, "shims", "python3")
+	writeFile(t, shimPath, "#!/usr/bin/env bash\n# asdf-plugin: python 3.12.9\nexec asdf exec \"python3\" \"$@\"")
+	if err := os.Chmod(shimPath, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(data, "plugins", "python", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	exe := filepath.Join(data, "installs", "python", "3.12.9", "bin", "python3")
+	if err := os.MkdirAll(filepath.Dir(exe), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/usr/bin/python3", exe); err != nil {
+		t.Fatal(err)
+	}
+	elf, err := os.ReadFile("/bin/true")
+	if err != nil {
+		t.Skip("no /bin/true to stand for the asdf binary")
+	}
+	writeFile(t, filepath.Join(dir, "bin", "asdf"), string(elf))
+	if err := os.Chmod(filepath.Join(dir, "bin", "asdf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(dir, ".tool-versions"), "python 3.12.9\n")
+	env := []string{"PATH=" + filepath.Join(data, "shims") + ":" + filepath.Join(dir, "bin") + ":/usr/bin:/bin", "HOME=" + dir, "ASDF_DATA_DIR=" + data}
+	for _, p := range shimProviders {
+		t.Run(p.name, func(t *testing.T) {
+			out, errs, code := runUnder(t, dir, env, p, "--", "python3", "-c", "print('inside')")
+			if code != 0 || out != "inside\n" {
+				t.Fatalf("exit %d, stdout %q, stderr %q; want 0 and inside", code, out, errs)
+			}
+			notice := "pysandboxes run: python3 is an asdf shim (" + shimPath + "), which cannot run inside the sandbox: running " + exe +
+				" instead (asdf version python 3.12.9, set by " + filepath.Join(dir, ".tool-versions") + "; --keep-shim runs the shim itself)\n"
+			if !strings.Contains(errs, notice) {
+				t.Errorf("stderr %q\nlacks %q", errs, notice)
+			}
+		})
+	}
+}
