@@ -26,6 +26,15 @@ var pyenvLine = regexp.MustCompile(`^(?:` + strings.Join([]string{
 	`fi`,
 }, "|") + `)$`)
 
+// The patterns of pyenv latest and of pyenv's variable names.
+var (
+	freeThreadedPrefixRE = regexp.MustCompile(`^(.*[0-9])t$`)
+	prereleaseRE         = regexp.MustCompile(`(-dev|-src|-latest|(a|b|rc)[0-9]+)$`)
+	freeThreadedRE       = regexp.MustCompile(`[0-9]t$`)
+	namedVersionRE       = regexp.MustCompile(`^[[:alnum:]]+-`)
+	notVarRE             = regexp.MustCompile(`[^A-Z0-9_]`)
+)
+
 // knownHook reports the hook scripts of pyenv and pyenv-virtualenv that cannot
 // change which executable a shim runs when that executable is found: pip-rehash
 // rehashes after pip runs; the which hooks act only when no version provides
@@ -250,11 +259,9 @@ func (s *pyenvShim) latest(prefix string) string {
 		return ""
 	}
 	suffix := ""
-	if m := regexp.MustCompile(`^(.*[0-9])t$`).FindStringSubmatch(prefix); m != nil {
+	if m := freeThreadedPrefixRE.FindStringSubmatch(prefix); m != nil {
 		suffix, prefix = "t", m[1]
 	}
-	skip := regexp.MustCompile(`(-dev|-src|-latest|(a|b|rc)[0-9]+)$`)
-	freeThreaded := regexp.MustCompile(`[0-9]t$`)
 	var cands []string
 	for _, e := range entries {
 		name := e.Name()
@@ -265,7 +272,7 @@ func (s *pyenvShim) latest(prefix string) string {
 		if !ok || rest == "" || (rest[0] != '.' && rest[0] != '-') || !strings.HasSuffix(name, suffix) {
 			continue
 		}
-		if skip.MatchString(name) || suffix == "" && freeThreaded.MatchString(name) {
+		if prereleaseRE.MatchString(name) || suffix == "" && freeThreadedRE.MatchString(name) {
 			continue
 		}
 		cands = append(cands, name)
@@ -288,7 +295,7 @@ func (s *pyenvShim) isEnv(name string) bool {
 // the first field as text, the next three as numbers (their leading digits).
 func compareVersions(a, b string) int {
 	key := func(s string) []string {
-		if m := regexp.MustCompile(`^[[:alnum:]]+-`).FindString(s); m != "" {
+		if m := namedVersionRE.FindString(s); m != "" {
 			s = m[:len(m)-1] + "." + s[len(m):]
 		}
 		return strings.Split(s, ".")
@@ -408,7 +415,7 @@ func (s *pyenvShim) systemPath() (string, string) {
 // shimPathsVar is _PYENV_SHIM_PATHS_<PROGRAM>, with the program's name upper
 // case and every character but A-Z, 0-9 and _ replaced by _.
 func (s *pyenvShim) shimPathsVar() string {
-	return "_PYENV_SHIM_PATHS_" + regexp.MustCompile(`[^A-Z0-9_]`).ReplaceAllString(strings.ToUpper(strings.ReplaceAll(s.program, "-", "_")), "_")
+	return "_PYENV_SHIM_PATHS_" + notVarRE.ReplaceAllString(strings.ToUpper(strings.ReplaceAll(s.program, "-", "_")), "_")
 }
 
 // executable reports a regular file with an execute bit.

@@ -108,3 +108,38 @@ func TestPyenvSameAsPyenv(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkResolvePyenv: resolving this machine's pyenv python3 shim, which
+// reads the shim, the version files and the hook directories.
+func BenchmarkResolvePyenv(b *testing.B) {
+	shim := realPyenvShimB(b)
+	for b.Loop() {
+		if _, err := Resolve(shim, Env{Dir: "/"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAskPyenvShim: what finding the interpreter cost before, running the
+// shim to ask its sys.executable (for comparison).
+func BenchmarkAskPyenvShim(b *testing.B) {
+	shim := realPyenvShimB(b)
+	for b.Loop() {
+		cmd := exec.Command(shim, "-c", "import sys; print(sys.executable)")
+		cmd.Dir = "/"
+		if _, err := cmd.Output(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func realPyenvShimB(b *testing.B) string {
+	b.Helper()
+	for _, p := range []string{filepath.Join(os.Getenv("PYENV_ROOT"), "shims", "python3"), filepath.Join(os.Getenv("HOME"), ".pyenv", "shims", "python3")} {
+		if bs, err := os.ReadFile(p); err == nil && bytes.Contains(bs, []byte("/libexec/pyenv\" exec")) {
+			return p
+		}
+	}
+	b.Skip("no pyenv python3 shim here (pyenv is not installed)")
+	return ""
+}
