@@ -208,6 +208,15 @@ func TestRunRefusesUnresolvableShim(t *testing.T) {
 				if _, err := os.Stat(mark); err == nil {
 					t.Fatalf("%s: the shim's code ran on the host", p.name)
 				}
+				// --keep-shim: the shim runs inside the sandbox only (where it
+				// fails), never on the host to learn what it needs.
+				_, errs, code = runUnder(t, dir, env, p, "--keep-shim", "--", "python3", "-c", "print(1)")
+				if code == 0 || strings.Contains(errs, "instead") {
+					t.Errorf("%s: --keep-shim: exit %d, stderr %q; want the shim's failure inside the sandbox", p.name, code, errs)
+				}
+				if _, err := os.Stat(mark); err == nil {
+					t.Fatalf("%s: --keep-shim: the shim's code ran on the host", p.name)
+				}
 			}
 		})
 	}
