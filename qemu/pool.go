@@ -124,7 +124,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		// QEMU in a network namespace of its own, behind the filter.
 		opts = append(opts, netnsAttr)
 	}
-	v, err := startVM(m.QEMU, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
+	v, err := startVM(m, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
 	if state != nil {
 		state.Close()
 	}
