@@ -411,7 +411,28 @@ type qemuCgroup struct {
 	dirs []string
 	v1   bool
 	fd   int // v2: the directory, for CLONE_INTO_CGROUP (-1 otherwise)
-	once sync.Once
+	// limit is the memory's bound, in bytes.
+	limit int64
+	once  sync.Once
+}
+
+// oomNote says, once QEMU has exited, whether the kernel killed a process of
+// the cgroup at its memory bound ("" if not), for the VM's end.
+func (g *qemuCgroup) oomNote() string {
+	if g == nil || len(g.dirs) == 0 {
+		return ""
+	}
+	file := "memory.events"
+	if g.v1 {
+		file = "memory.oom_control"
+	}
+	b, _ := os.ReadFile(filepath.Join(g.dirs[0], file))
+	for _, l := range strings.Split(string(b), "\n") {
+		if n, ok := strings.CutPrefix(l, "oom_kill "); ok && strings.TrimSpace(n) != "0" {
+			return fmt.Sprintf("; the kernel killed it at its cgroup's memory bound (%d MiB: the guest's RAM and QEMU's own overhead)", g.limit>>20)
+		}
+	}
+	return ""
 }
 
 // memoryBound is what a QEMU with a guest of memMiB may hold, in bytes.
@@ -425,16 +446,21 @@ func memoryBound(memMiB int, tcg bool) int64 {
 
 // create makes the cgroup of a QEMU whose guest has memMiB of RAM.
 func (h *cgroupHost) create(memMiB int, tcg bool) (*qemuCgroup, error) {
+	return h.createBounded(memoryBound(memMiB, tcg))
+}
+
+// createBounded makes a cgroup whose memory is bounded by limit bytes.
+func (h *cgroupHost) createBounded(limitBytes int64) (*qemuCgroup, error) {
 	if !h.available() {
 		return nil, fmt.Errorf("%w: %s", errNoCgroup, h.why)
 	}
 	name := fmt.Sprintf("%s%s-%d", cgroupPrefix, h.self, h.seq.Add(1))
-	g := &qemuCgroup{v1: h.v1, fd: -1}
+	g := &qemuCgroup{v1: h.v1, fd: -1, limit: limitBytes}
 	fail := func(err error) (*qemuCgroup, error) {
 		g.remove()
 		return nil, fmt.Errorf("qemu: the cgroup of QEMU: %w", err)
 	}
-	limit := strconv.FormatInt(memoryBound(memMiB, tcg), 10)
+	limit := strconv.FormatInt(limitBytes, 10)
 	for i, p := range h.parents {
 		d := filepath.Join(p, name)
 		if err := os.Mkdir(d, 0o755); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -141,6 +142,42 @@ func TestCgroupBoundsAndRemoval(t *testing.T) {
 	}
 }
 
+// TestCgroupMemoryBoundKills: a process of the cgroup that goes past its
+// memory bound is killed by the kernel (no swap to go to), and the note of
+// the VM's end says so.
+func TestCgroupMemoryBoundKills(t *testing.T) {
+	h := requireCgroups(t)
+	if h.v1 && !h.memsw {
+		if b, _ := os.ReadFile("/proc/swaps"); len(strings.Split(strings.TrimSpace(string(b)), "\n")) > 1 {
+			t.Skip("swap is on and the v1 memory controller does not account it (no memsw): a process past its bound swaps")
+		}
+	}
+	py := "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skipf("%s is missing", py)
+	}
+	g, err := h.createBounded(48 << 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.remove()
+	if n := g.oomNote(); n != "" {
+		t.Fatalf("a new cgroup's note: %q", n)
+	}
+	cmd, err := startIn(t, g, py, "-c", "b = bytearray(256 << 20)\nfor i in range(0, len(b), 4096): b[i] = 1\nprint('not killed')")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("a process past its cgroup's bound: %v, want killed by SIGKILL", err)
+	}
+	if n := g.oomNote(); !strings.Contains(n, "memory bound (48 MiB") {
+		t.Errorf("the note after the kill: %q", n)
+	}
+}
+
 // TestCgroupStaleRemoved: a host process killed while its QEMU ran (here a
 // helper process of this test, with a child in its cgroup as QEMU is) leaves
 // its cgroup behind; the next sweep removes it, and leaves the cgroup of a
@@ -260,6 +297,14 @@ func TestCgroupUnprivileged(t *testing.T) {
 		t.Error("no cgroup, and no reason")
 	}
 	t.Logf("uid %d: %s", os.Geteuid(), h)
+	// The log says it once per process, with the reason.
+	var log strings.Builder
+	logger := slog.New(slog.NewTextHandler(&log, nil))
+	h.warnUnbounded(logger)
+	h.warnUnbounded(logger)
+	if n := strings.Count(log.String(), "not bounded"); n != 1 || !strings.Contains(log.String(), "level=WARN") {
+		t.Errorf("the warning, logged %d times: %s", n, log.String())
+	}
 	err := checkCgroupParam(params{cgroup: "on", cgroupRule: "<arg>: qemu.cgroup=on"}, h)
 	if !errors.Is(err, errNoCgroup) || !strings.Contains(err.Error(), "qemu.cgroup=on") {
 		t.Errorf("qemu.cgroup=on without a cgroup: %v, want errNoCgroup naming the rule", err)

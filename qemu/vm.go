@@ -258,9 +258,10 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 	}()
 	go func() {
 		err := cmd.Wait()
+		oom := cg.oomNote()
 		cg.remove()
 		v.mu.Lock()
-		v.deadErr = fmt.Errorf("qemu exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+		v.deadErr = fmt.Errorf("qemu exited (%v%s): %s", err, oom, strings.TrimSpace(errBuf.String()))
 		v.exited = true
 		fns := v.atExit
 		v.atExit = nil
