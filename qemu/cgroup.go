@@ -41,6 +41,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -159,7 +160,11 @@ func probeCgroups() *cgroupHost {
 	own := parseProcCgroup(string(self))
 	mounts := parseCgroupMounts(string(mi))
 	var whys []string
-	if p, err := v2Parent(own, mounts); err == nil {
+	p, err := v2Parent(own, mounts)
+	if err == nil {
+		err = cloneInto(p)
+	}
+	if err == nil {
 		h.parents = []string{p}
 	} else {
 		whys = append(whys, err.Error())
@@ -346,6 +351,30 @@ func v2Parent(own ownCgroups, mounts []cgroupMount) (string, error) {
 		return "", fmt.Errorf("cgroup v2: neither in this process's cgroup %s (%v) nor beside it (%v)", d, errOwn, err)
 	}
 	return parent, nil
+}
+
+// cloneInto checks that a process can be started in a new cgroup under
+// parent with clone3's CLONE_INTO_CGROUP (Linux 5.7): the host binary started
+// again as a placeholder without its lifeline, which exits at once.
+func cloneInto(parent string) error {
+	d := filepath.Join(parent, cgroupPrefix+"probe-"+selfName())
+	if err := os.Mkdir(d, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("cgroup v2: %w", err)
+	}
+	defer removeCgroup(d)
+	fd, err := unix.Open(d, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("cgroup v2: %w", err)
+	}
+	defer unix.Close(fd)
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{placeholderMarker}
+	cmd.Env = []string{}
+	cmd.SysProcAttr = &syscall.SysProcAttr{UseCgroupFD: true, CgroupFD: fd}
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("cgroup v2: starting a process in a cgroup (clone3 with CLONE_INTO_CGROUP, Linux 5.7): %w", err)
+	}
+	return nil
 }
 
 // v1Parents finds the cgroup v1 directories (memory, pids) under which this

@@ -352,3 +352,55 @@ func unprivileged(t *testing.T, run string) {
 	}
 	t.Logf("as uid 65534:\n%s", out)
 }
+
+// TestCgroupV2Placement: on cgroup v2, QEMU starts in its cgroup directly
+// (clone3's CLONE_INTO_CGROUP), and the probe checks that the kernel can: a
+// real v2 cgroup under this process's own (which needs no controller for
+// this), a process started in it, the cgroup removed after the process ended.
+func TestCgroupV2Placement(t *testing.T) {
+	self, _ := os.ReadFile("/proc/self/cgroup")
+	mi, _ := os.ReadFile("/proc/self/mountinfo")
+	own := parseProcCgroup(string(self))
+	var parent string
+	for _, m := range parseCgroupMounts(string(mi)) {
+		if m.v2 && own.hasV2 {
+			if parent = dirOf(m, own.v2); parent != "" {
+				break
+			}
+		}
+	}
+	if parent == "" {
+		t.Skip("no cgroup v2 of this process is mounted here")
+	}
+	if err := canMake(parent); err != nil {
+		t.Skipf("no cgroup v2 can be made here: %v", err)
+	}
+	if err := cloneInto(parent); err != nil {
+		t.Fatalf("cloneInto(%s): %v", parent, err)
+	}
+	d := filepath.Join(parent, cgroupPrefix+selfName()+"-v2")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(d, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		os.Remove(d)
+		t.Fatal(err)
+	}
+	g := &qemuCgroup{dirs: []string{d}, fd: fd}
+	defer g.remove()
+	cmd, err := startIn(t, g, "/bin/sleep", "30")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", cmd.Process.Pid))
+	cmd.Process.Kill()
+	cmd.Wait()
+	if got := parseProcCgroup(string(b)).v2; filepath.Base(got) != filepath.Base(d) {
+		t.Errorf("the process's cgroup v2 is %q, want %s", got, d)
+	}
+	g.remove()
+	if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s after the process's end: %v", d, err)
+	}
+}
