@@ -362,6 +362,12 @@ func (v *vm) read() {
 			}
 		}
 		if err != nil {
+			// The channel ends when QEMU does: its end (a crash, the kernel
+			// killing it at its cgroup's bound) says more than the channel's.
+			select {
+			case <-v.dead:
+			case <-time.After(500 * time.Millisecond):
+			}
 			v.mu.Lock()
 			v.readErr = fmt.Errorf("the guest's channel: %w", err)
 			procs := v.procs
