@@ -115,13 +115,16 @@ func (h *cgroupHost) String() string {
 	if !h.available() {
 		return "QEMU's own memory: not bounded (" + h.why + "); qemu.cgroup=on refuses to start without the bound"
 	}
-	kind := "cgroup v2"
+	kind, swap := "cgroup v2", "no swap"
 	if h.v1 {
 		kind = "cgroup v1 (memory, pids)"
+		if !h.memsw {
+			swap = "swap not bounded (the kernel does not account it: swapaccount=1)"
+		}
 	}
-	return fmt.Sprintf("QEMU's own memory: each QEMU in a %s of its own under %s: memory.max = the guest's RAM + %d MiB "+
-		"(+ %d MiB of TCG translation cache under TCG), no swap, pids.max %d", kind, strings.Join(h.parents, " and "),
-		qemuOverheadMiB, tcgCacheMiB, qemuPidsMax)
+	return fmt.Sprintf("QEMU's own memory: each QEMU in a %s of its own under %s: memory bounded to the guest's RAM + %d MiB "+
+		"(+ %d MiB of TCG translation cache under TCG), %s, %d tasks", kind, strings.Join(h.parents, " and "),
+		qemuOverheadMiB, tcgCacheMiB, swap, qemuPidsMax)
 }
 
 // checkCgroupParam refuses qemu.cgroup=on where no cgroup can be made.
