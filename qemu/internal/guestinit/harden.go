@@ -18,8 +18,9 @@ import (
 // owner's write permission on /proc/sys (every sysctl of the guest, among
 // them kernel.core_pattern and kernel.modprobe, whose helpers the kernel runs
 // as the guest's real root), /proc/sysrq-trigger (power off, kill every
-// process of the guest), and the keys of uid 0's user keyring, shared by
-// every program of the VM. What follows takes these away, so that a program
+// process of the guest), and the keyrings of uid 0 (its user and user
+// session keyrings, shared by every program of the VM, and the kernel's own
+// keyrings, which uid 0 owns). What follows takes these away, so that a program
 // cannot become the guest's root nor leave anything behind for the programs
 // that run after it in the same (warm) VM.
 
@@ -47,9 +48,11 @@ func hardenProc(proc string) error {
 
 // keyQuotas are the guest's key quotas, all set to 1 (the least the kernel
 // takes): one key of one byte, less than any keyring (a user's keyrings
-// count, their names too), so that no program can add a key (add_key and
-// request_key fail with EDQUOT) and none can leave one in its uid's user
-// keyring for a later program of the VM. Nothing of the guest uses keys.
+// count, their names too), so that no key can be added (add_key and
+// request_key fail with EDQUOT) and none left in a uid's user keyring for a
+// later program of the VM. The programs do not even reach those system calls
+// (denyKeys): the quotas stay as a second wall. Nothing of the guest uses
+// keys.
 var keyQuotas = []string{"maxkeys", "maxbytes", "root_maxkeys", "root_maxbytes"}
 
 // hardenKernel sets the guest kernel's settings that no program may change
