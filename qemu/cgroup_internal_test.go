@@ -180,8 +180,8 @@ func TestCgroupMemoryBoundKills(t *testing.T) {
 
 // TestCgroupStaleRemoved: a host process killed while its QEMU ran (here a
 // helper process of this test, with a child in its cgroup as QEMU is) leaves
-// its cgroup behind; the next sweep removes it, and leaves the cgroup of a
-// live process alone.
+// its cgroup behind; the next probe removes it once it is older than
+// staleAge, and leaves the cgroup of a live process alone.
 func TestCgroupStaleRemoved(t *testing.T) {
 	if os.Getenv("PYSB_CGROUP_HELPER") == "1" {
 		cgroupHelper()
@@ -230,12 +230,27 @@ func TestCgroupStaleRemoved(t *testing.T) {
 			t.Fatalf("the dead helper's cgroup %s: %v", d, err)
 		}
 	}
+	// A sweep leaves it while it is younger than staleAge (its maker might
+	// be a process of another pid namespace, about to start QEMU in it).
 	for _, p := range h.parents {
-		sweepCgroups(p, 0)
+		sweepCgroups(p, staleAge)
+	}
+	for _, d := range dirs {
+		if _, err := os.Stat(d); err != nil {
+			t.Fatalf("the dead helper's cgroup %s, young, after a sweep: %v", d, err)
+		}
+		old := time.Now().Add(-2 * staleAge)
+		if err := os.Chtimes(d, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The next host process's probe removes it.
+	if h2 := probeCgroups(); !h2.available() {
+		t.Fatalf("the probe again: %s", h2.why)
 	}
 	for _, d := range dirs {
 		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
-			t.Errorf("the dead helper's cgroup %s after the sweep: %v", d, err)
+			t.Errorf("the dead helper's cgroup %s after the next probe: %v", d, err)
 		}
 	}
 	for _, d := range live.dirs {
@@ -403,4 +418,22 @@ func TestCgroupV2Placement(t *testing.T) {
 	if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s after the process's end: %v", d, err)
 	}
+}
+
+// FuzzCgroupParse: /proc/self/cgroup and mountinfo of any shape parse
+// without a panic, and a path found is one of the input's.
+func FuzzCgroupParse(f *testing.F) {
+	f.Add("0::/a/b\n4:memory:/x\n", "40 30 0:37 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n34 30 0:31 /r\\040s /m rw - cgroup cgroup rw,memory\n")
+	f.Add(":::\n0::\n::x", " - \n1 2 3 4 5 - cgroup")
+	f.Fuzz(func(t *testing.T, cg, mi string) {
+		o := parseProcCgroup(cg)
+		if o.hasV2 && !strings.Contains(cg, o.v2) {
+			t.Errorf("v2 path %q not in the input", o.v2)
+		}
+		for _, m := range parseCgroupMounts(mi) {
+			if !m.v2 && m.ctrls == nil {
+				t.Errorf("a v1 mount without its options: %+v", m)
+			}
+		}
+	})
 }
