@@ -118,7 +118,7 @@ func (h *cgroupHost) String() string {
 	if !h.available() {
 		return "QEMU's own memory: not bounded (" + h.why + "); qemu.cgroup=on refuses to start without the bound"
 	}
-	kind, swap := "cgroup v2", "no swap"
+	kind, swap := "cgroup v2", "no swap (where the kernel accounts it)"
 	if h.v1 {
 		kind = "cgroup v1 (memory, pids)"
 		if !h.memsw {
@@ -330,6 +330,9 @@ func v2Parent(own ownCgroups, mounts []cgroupMount) (string, error) {
 				break
 			}
 		}
+	}
+	if d == "" {
+		return "", fmt.Errorf("cgroup v2: this process's cgroup %s is not mounted here", own.v2)
 	}
 	ctrls := fields(filepath.Join(d, "cgroup.controllers"))
 	if !hasAll(ctrls) {
