@@ -37,6 +37,13 @@ func TestCgroupParse(t *testing.T) {
 		!ms[2].v2 || ms[2].root != "/ns root" || ms[2].point != "/sys/fs/cgroup/unified" {
 		t.Errorf("mounts: %+v", ms)
 	}
+	// Without the hierarchy mounted, or without a v2 cgroup, no place and a reason.
+	if _, err := v2Parent(ownCgroups{v2: "/x", hasV2: true}, nil); err == nil || !strings.Contains(err.Error(), "not mounted") {
+		t.Errorf("v2Parent without a mount: %v", err)
+	}
+	if _, err := v1Parents(ownCgroups{v1: map[string]string{"pids": "/"}}, nil); err == nil || !strings.Contains(err.Error(), "no memory hierarchy") {
+		t.Errorf("v1Parents without memory: %v", err)
+	}
 	// A path outside the mount's root is not shown by it.
 	if d := dirOf(cgroupMount{point: "/", root: "/a"}, "/ab/c"); d != "" {
 		t.Errorf("dirOf outside the root = %q", d)
