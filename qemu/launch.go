@@ -257,8 +257,10 @@ type run struct {
 	stdout, stderr io.Writer
 	stdinStop      func()
 	done           chan struct{}
-	wstatus        syscall.WaitStatus
-	err            error
+	// vmStopped: the program was its VM's last, which is being stopped.
+	vmStopped bool
+	wstatus   syscall.WaitStatus
+	err       error
 }
 
 func (r *run) start(ctx context.Context) (int, error) {
@@ -393,7 +395,7 @@ func (r *run) watch() {
 	if p.lostErr != nil {
 		r.err = p.lostErr
 	}
-	r.c.pool.release(r.ent, p.lostErr != nil)
+	r.vmStopped = r.c.pool.release(r.ent, p.lostErr != nil)
 	close(r.done)
 	r.life.Close()
 }
@@ -453,6 +455,21 @@ func (r *run) cleanup() error {
 	}
 	r.life.Close()
 	r.lifeR.Close()
+	// The last program of a VM is waited for until its QEMU has exited and
+	// QEMU's cgroup is removed (at most 2 s): nothing of the VM is left on
+	// the host after Wait, even when the host process exits next.
+	if r.done != nil {
+		select {
+		case <-r.done:
+			if r.vmStopped {
+				select {
+				case <-r.ent.v.dead:
+				case <-time.After(2 * time.Second):
+				}
+			}
+		default:
+		}
+	}
 	return nil
 }
 

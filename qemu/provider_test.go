@@ -68,6 +68,9 @@ func TestMain(m *testing.M) {
 		shared.keeper.Close()
 		<-shared.done
 	}
+	if shared.sb != nil {
+		shared.sb.Close() // the workers of Call and Eval, and their VM
+	}
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
