@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"os/user"
 	"regexp"
 	"strconv"
 	"strings"
@@ -82,6 +81,9 @@ func probeHost(binary string) hostState {
 	h.listen = abi >= nsutil.ListenABI && os.Geteuid() == 0
 	binary, h.err = wrapper.Lookup(binary, "firejail", "firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
 	if h.err != nil {
+		if err := notExecutable(); err != nil {
+			h.err = err
+		}
 		return h
 	}
 	h.firejail = binary
@@ -96,7 +98,7 @@ func probeHost(binary string) hostState {
 			h.err = fmt.Errorf("%s is not setuid root, and this process is not root (uid %d): firejail needs one or the other", binary, os.Geteuid())
 			return h
 		}
-		if err := checkUsersFile(); err != nil {
+		if err := checkUser(); err != nil {
 			h.err = err
 			return h
 		}
@@ -133,6 +135,10 @@ func probeHost(binary string) hostState {
 		var stderr string
 		if ee, ok := err.(*exec.ExitError); ok {
 			stderr = strings.TrimSpace(string(ee.Stderr))
+		}
+		name, uid := currentUser()
+		if h.err = refusal(stderr, name, uid); h.err != nil {
+			return h
 		}
 		h.err = fmt.Errorf("firejail cannot start a sandbox here (%v: %s): it needs to be root or setuid root, "+
 			"the user listed in /etc/firejail/firejail.users when that file exists, and namespaces it may create "+
@@ -198,23 +204,4 @@ func accountView(ops []supervise.ViewOp) (*supervise.View, error) {
 	ops = append(ops, supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/passwd", Data: passwd},
 		supervise.ViewOp{Kind: supervise.ViewFile, Path: "/etc/group", Data: group})
 	return &supervise.View{UID: hostid.UID, GID: hostid.GID, Ops: ops}, nil
-}
-
-// checkUsersFile explains a user that /etc/firejail/firejail.users does not list.
-func checkUsersFile() error {
-	const file = "/etc/firejail/firejail.users"
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return nil // no list: firejail.config decides, and the run tells
-	}
-	u, err := user.Current()
-	if err != nil {
-		return nil
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if strings.TrimSpace(line) == u.Username {
-			return nil
-		}
-	}
-	return fmt.Errorf("%s does not list the user %s: firejail refuses non-root users it does not list (add the user, or run as root)", file, u.Username)
 }

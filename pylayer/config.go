@@ -140,7 +140,7 @@ func buildConfig(in ConfigInput) ([]byte, error) {
 		for _, pr := range r.Ports {
 			ports = append(ports, pyTuple{int(pr.Lo), int(pr.Hi)})
 		}
-		rules = append(rules, pyTuple{r.Action == policy.Allow, int(r.Protos), int(r.Dir), prefixes, ports, r.Raw, r.Ref.String()})
+		rules = append(rules, pyTuple{r.Action == policy.Allow, int(r.Protos), int(r.Dir), prefixes, ports, r.Raw, r.Ref.String(), r.Host != ""})
 	}
 	cfg["net"] = rules
 	pins := pyDict{}

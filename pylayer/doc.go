@@ -114,6 +114,24 @@
 // shared memory objects (/dev/shm, which a provider may show only when a rule
 // exposes it), the refusal is a RulePermissionError naming expose-rw=/dev/shm.
 //
+// # Network
+//
+// net= rules are about addresses, and so is every judgement of the layer, as
+// of the kernel: a connection, bind or send is judged by the address it goes
+// to. A host name is resolved by the layer's getaddrinfo before the socket
+// sees it (socket.socket's connect, connect_ex, bind, sendto and sendmsg give
+// the socket the address of the answer): a pinned name answers its pinned
+// addresses, a name no rule written as a network or * can allow is refused
+// before any query, and an answer with an address a DENY rule
+// matches, or with no allowed address, is refused when the call names its
+// protocol and port (create_connection, asyncio, urllib3 do). Where every
+// address is allowed (a rule for the whole family, no DENY rule there) a
+// name needs no judging. Where C code resolves a name after the check (the C
+// socket type given a name, libpq) the name is allowed only there; a pinned
+// host of a psycopg2 DSN is given to libpq as hostaddr= its pinned address.
+// A refusal names the rule and its file(line), or the implicit default policy
+// and the net= line that would allow it (docs/network.md).
+//
 // # Learning
 //
 // In learning mode every refusal above is recorded instead, and the host turns

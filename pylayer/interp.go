@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/shim"
 )
 
 // EnvPython names the interpreter when no option does.
@@ -94,9 +95,11 @@ print(json.dumps({"version": list(sys.version_info[:3]), "version_s": sys.versio
 
 // ResolveInterpreter finds the real interpreter: path when given, else the
 // environment variable PYSANDBOXES_PYTHON, else python3 on PATH. A script (a
-// version manager's shim) is run once to ask the interpreter it starts for
-// sys.executable. The interpreter must be CPython 3.11 or later. The answer is
-// cached in memory and, per version of the interpreter's file, on disk.
+// version manager's shim) is resolved to the executable it would run, without
+// running it, when package shim can (pyenv, asdf); else it is run once
+// to ask the interpreter it starts for sys.executable. The interpreter must be
+// CPython 3.11 or later. The answer is cached in memory and, per version of the
+// interpreter's file, on disk.
 func ResolveInterpreter(ctx context.Context, path string) (*Interpreter, error) {
 	how := "WithPython"
 	if path == "" {
@@ -125,9 +128,12 @@ func ResolveInterpreter(ctx context.Context, path string) (*Interpreter, error) 
 		return nil, fmt.Errorf("pylayer: Python interpreter %s (%s): %w", path, how, err)
 	}
 	if !isELF(real) {
-		// A shim: ask the interpreter it starts.
-		exe, err := askExecutable(ctx, abs)
-		if err != nil {
+		// A version manager's shim: the executable it would run, found without
+		// running it (package shim); else ask the interpreter it starts.
+		var exe string
+		if res, serr := shim.Resolve(abs, shim.Env{}); serr == nil {
+			exe = res.Path
+		} else if exe, err = askExecutable(ctx, abs); err != nil {
 			return nil, fmt.Errorf("pylayer: %s (%s) is not an ELF binary, and running it to find the real interpreter failed: %w", path, how, err)
 		}
 		if real, err = filepath.EvalSymlinks(exe); err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,13 +106,22 @@ func loadRules(t testing.TB, dir, rules string) *policy.Policy {
 // in dir, with the policy pol, on target.
 func runGuard(t testing.TB, in *Interpreter, dir string, pol *policy.Policy, mode string, target Target) guardRun {
 	t.Helper()
+	return runGuardIn(t, in, dir, pol, mode, target, nil)
+}
+
+// runGuardIn is runGuard with the interpreter started by the command wrap
+// (its arguments, then the interpreter's command line): nil starts it directly.
+func runGuardIn(t testing.TB, in *Interpreter, dir string, pol *policy.Policy, mode string, target Target, wrap []string) guardRun {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	sess, err := NewSession(ctx, ConfigInput{Policy: pol, Interp: in, Mode: mode, Target: target, Provider: "subprocess"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, in.Path, Command(in, nil, 3)[1:]...)
+	args := append(slices.Clone(wrap), in.Path)
+	args = append(args, Command(in, nil, 3)[1:]...)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.ExtraFiles = []*os.File{sess.ChildFile()}
 	cmd.Env = []string{}
 	cmd.Dir = dir
@@ -163,6 +173,13 @@ type caseResult struct {
 // process: modules a case imports stay imported for the next) and checks each.
 func runCases(t *testing.T, in *Interpreter, dir, rules, prelude string, cases []pyCase) guardRun {
 	t.Helper()
+	return runCasesIn(t, in, dir, loadRules(t, dir, rules), nil, prelude, cases)
+}
+
+// runCasesIn is runCases with the policy loaded already and the interpreter
+// started by wrap (see runGuardIn).
+func runCasesIn(t *testing.T, in *Interpreter, dir string, pol *policy.Policy, wrap []string, prelude string, cases []pyCase) guardRun {
+	t.Helper()
 	var b strings.Builder
 	b.WriteString("import sys\n")
 	b.WriteString("def _emit(n, k, t):\n    sys.stdout.write(n + '\\x1f' + k + '\\x1f' + t.encode('unicode_escape').decode('ascii') + '\\n')\n")
@@ -184,8 +201,7 @@ func runCases(t *testing.T, in *Interpreter, dir, rules, prelude string, cases [
 	}
 	b.WriteString("):\n    try:\n        _v = _f()\n    except BaseException as _e:\n        _emit(_n, type(_e).__name__, str(_e))\n")
 	b.WriteString("    else:\n        _emit(_n, 'ok', repr(_v))\n")
-	pol := loadRules(t, dir, rules)
-	r := runGuard(t, in, dir, pol, ModeEnforce, Target{Kind: "command", Value: b.String()})
+	r := runGuardIn(t, in, dir, pol, ModeEnforce, Target{Kind: "command", Value: b.String()}, wrap)
 	got := map[int]caseResult{}
 	for _, l := range strings.Split(r.stdout, "\n") {
 		f := strings.SplitN(l, "\x1f", 3)

@@ -25,7 +25,9 @@
 // Programs: the host talks to the init over a virtio-serial port. Each program
 // starts in new pid, mount, IPC and UTS namespaces of the guest with exactly
 // the policy's environment, no capability (empty bounding set, SECBIT_NOROOT
-// locked, no_new_privs) and the resource limits; its descriptors are relayed
+// locked, no_new_privs), no access to the kernel's keyrings (a seccomp filter
+// refuses add_key, request_key and keyctl) and the resource limits; its
+// descriptors are relayed
 // to the host's. A placeholder process on the host stands for it (what the
 // Sandbox waits for and kills): its end, a signal or a timeout reaches the
 // program in the guest, and a guest that does not answer is killed with its
@@ -62,7 +64,12 @@
 // the kernel, the initramfs and the command line, and made again when any of
 // them changes.
 //
+// On the host, each QEMU process runs in a cgroup of its own that bounds its
+// memory (the guest's RAM, TCG's translation cache and a measured overhead),
+// swap and tasks, where the host lets the caller make one (cgroup.go);
+// elsewhere the sandbox's log warns once and qemu.cgroup=on refuses to start.
+//
 // Parameters (qemu.KEY=VALUE lines), checked against a table; any other is
 // refused, naming the rule: memory, cpus, kvm, kernel, binary, start-timeout,
-// snapshot.
+// snapshot, cgroup.
 package qemu

@@ -93,13 +93,16 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 	}
 	h := p.host()
 	if prm.binary != "" || prm.kernel != "" {
-		h = probeHost(ctx, prm.binary, prm.kernel)
+		h = probeHost(ctx, prm.binary, prm.kernel, h.cgroups)
 		if h.err != nil {
 			return nil, h.err
 		}
 	}
 	if prm.kvm == "on" && h.accel != "kvm" {
 		return nil, fmt.Errorf("qemu.kvm=on: KVM does not work here: %s", h.accelWhy)
+	}
+	if err := checkCgroupParam(prm, h.cgroups); err != nil {
+		return nil, err
 	}
 	np, err := planNetwork(pol.Network(), func() error { return p.netAvailable(ctx) })
 	if err != nil {
@@ -122,7 +125,7 @@ func (c *compiled) accel() string {
 // machine returns the machine of the sandbox's VMs.
 func (c *compiled) machine() *machine {
 	m := &machine{QEMU: c.h.qemu, Kernel: c.h.vmlinux, Initrd: c.h.initrd, Memory: c.params.memory, CPUs: c.params.cpus,
-		Accel: c.accel(), Net: c.net != nil, Cmdline: c.h.cmdline}
+		Accel: c.accel(), Net: c.net != nil, Cmdline: c.h.cmdline, cgroups: c.h.cgroups}
 	if m.Net {
 		m.Netdev = guestNetdev
 	}
@@ -142,6 +145,7 @@ func (c *compiled) launch(ctx context.Context, req *driver.Request, logger *slog
 	if !filepath.IsAbs(req.Path) {
 		return nil, fmt.Errorf("qemu: %q is not an absolute path", req.Path)
 	}
+	c.h.cgroups.warnUnbounded(logger)
 	// The descriptors the program gets beyond 0, 1, 2: relayed by kind.
 	extra := make([]hostFD, len(req.ExtraFiles))
 	var dups []*os.File
@@ -253,8 +257,10 @@ type run struct {
 	stdout, stderr io.Writer
 	stdinStop      func()
 	done           chan struct{}
-	wstatus        syscall.WaitStatus
-	err            error
+	// vmStopped: the program was its VM's last, which is being stopped.
+	vmStopped bool
+	wstatus   syscall.WaitStatus
+	err       error
 }
 
 func (r *run) start(ctx context.Context) (int, error) {
@@ -389,7 +395,7 @@ func (r *run) watch() {
 	if p.lostErr != nil {
 		r.err = p.lostErr
 	}
-	r.c.pool.release(r.ent, p.lostErr != nil)
+	r.vmStopped = r.c.pool.release(r.ent, p.lostErr != nil)
 	close(r.done)
 	r.life.Close()
 }
@@ -449,6 +455,21 @@ func (r *run) cleanup() error {
 	}
 	r.life.Close()
 	r.lifeR.Close()
+	// The last program of a VM is waited for until its QEMU has exited and
+	// QEMU's cgroup is removed (at most 2 s): nothing of the VM is left on
+	// the host after Wait, even when the host process exits next.
+	if r.done != nil {
+		select {
+		case <-r.done:
+			if r.vmStopped {
+				select {
+				case <-r.ent.v.dead:
+				case <-time.After(2 * time.Second):
+				}
+			}
+		default:
+		}
+	}
 	return nil
 }
 

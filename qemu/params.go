@@ -18,10 +18,14 @@ type params struct {
 	binary       string
 	startTimeout time.Duration
 	snapshot     bool
+	// cgroup is "auto" (QEMU in a cgroup when the host lets us, a warning
+	// otherwise) or "on" (refuse without); cgroupRule is the rule that said
+	// "on", for the error.
+	cgroup, cgroupRule string
 }
 
 func defaultParams() params {
-	return params{memory: 512, cpus: 1, kvm: "auto", startTimeout: 120 * time.Second, snapshot: true}
+	return params{memory: 512, cpus: 1, kvm: "auto", startTimeout: 120 * time.Second, snapshot: true, cgroup: "auto"}
 }
 
 // param is one known qemu.* parameter.
@@ -92,6 +96,17 @@ var paramTable = map[string]param{
 		p.startTimeout = d
 		return nil
 	}},
+	"cgroup": {"auto (each QEMU in a cgroup bounding its own memory when the host lets us, a warning otherwise; default) or on (refuse to start without it)", func(p *params, v string) error {
+		switch strings.ToLower(v) {
+		case "auto":
+			p.cgroup = "auto"
+		case "on", "true", "yes", "1":
+			p.cgroup = "on"
+		default:
+			return fmt.Errorf("%q is not auto or on", v)
+		}
+		return nil
+	}},
 	"snapshot": {"on (start from a saved VM state, made once; default) or off (boot every VM)", func(p *params, v string) error {
 		switch strings.ToLower(v) {
 		case "on", "true", "yes", "1":
@@ -122,6 +137,9 @@ func parseParams(pol driver.Policy) (params, error) {
 		}
 		if err := t.parse(&p, strings.TrimSpace(pp.Value)); err != nil {
 			return p, fmt.Errorf("%s: %s: qemu.%s: %v (%s)", pp.Ref, pp.Raw, pp.Name, err, t.help)
+		}
+		if name == "cgroup" {
+			p.cgroupRule = fmt.Sprintf("%s: %s", pp.Ref, pp.Raw)
 		}
 	}
 	return p, nil

@@ -75,8 +75,9 @@ func alive(v *vm) bool {
 	return v.readErr == nil
 }
 
-// release ends a program's use of ent; broken: the VM must not be used again.
-func (p *pool) release(ent *vmEntry, broken bool) {
+// release ends a program's use of ent; broken: the VM must not be used
+// again. It reports whether the VM is being stopped (its last program).
+func (p *pool) release(ent *vmEntry, broken bool) bool {
 	p.mu.Lock()
 	ent.users--
 	if broken {
@@ -89,8 +90,8 @@ func (p *pool) release(ent *vmEntry, broken bool) {
 	p.mu.Unlock()
 	if stop {
 		ent.v.kill()
-		go ent.v.wait()
 	}
+	return stop
 }
 
 // boot starts a VM for programs that need ns: from the saved state when
@@ -124,7 +125,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		// QEMU in a network namespace of its own, behind the filter.
 		opts = append(opts, netnsAttr)
 	}
-	v, err := startVM(m.QEMU, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
+	v, err := startVM(m, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
 	if state != nil {
 		state.Close()
 	}

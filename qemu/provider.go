@@ -53,16 +53,18 @@ type hostState struct {
 	empty string
 	// cmdline is the guest kernel's command line.
 	cmdline string
+	// cgroups is where QEMU's cgroups are made (cgroup.go).
+	cgroups *cgroupHost
 }
 
 func (p *Provider) host() *hostState {
-	return p.core.Host(func() *hostState { return probeHost(context.Background(), "", "") })
+	return p.core.Host(func() *hostState { return probeHost(context.Background(), "", "", probeCgroups()) })
 }
 
 // probeHost finds QEMU and the kernel, and prepares the kernel and the
-// initramfs.
-func probeHost(ctx context.Context, binary, kernelImage string) *hostState {
-	h := &hostState{}
+// initramfs. cg is where QEMU's cgroups are made.
+func probeHost(ctx context.Context, binary, kernelImage string, cg *cgroupHost) *hostState {
+	h := &hostState{cgroups: cg}
 	if binary == "" {
 		b, err := exec.LookPath("qemu-system-x86_64")
 		if err != nil {
@@ -153,6 +155,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("guest kernel: %s (%s)", h.kernel.Image, h.kernel.Version),
 		fmt.Sprintf("cache: %s (the kernel uncompressed: %s; initramfs: %s)", filepath.Dir(h.vmlinux), filepath.Base(h.vmlinux), filepath.Base(h.initrd)),
 		"accelerator: " + h.accel + " (" + h.accelWhy + ")",
+		h.cgroups.String(),
 		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
 		"the program: in a pid, mount, IPC and UTS namespace of the guest, as the shares' owner with no capability " +

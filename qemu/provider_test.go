@@ -68,6 +68,9 @@ func TestMain(m *testing.M) {
 		shared.keeper.Close()
 		<-shared.done
 	}
+	if shared.sb != nil {
+		shared.sb.Close() // the workers of Call and Eval, and their VM
+	}
 	if shared.dir != "" {
 		os.RemoveAll(shared.dir)
 	}
@@ -365,6 +368,7 @@ func TestParamsChecked(t *testing.T) {
 		{"qemu.memory=lots", `qemu.memory: "lots" is not a size`},
 		{"qemu.cpus=99", `qemu.cpus: "99" is not a number from 1 to 16`},
 		{"qemu.snapshot=maybe", `qemu.snapshot: "maybe" is not on or off`},
+		{"qemu.cgroup=maybe", `qemu.cgroup: "maybe" is not auto or on`},
 		{"qemu.disk=1G", "unknown parameter qemu.disk"},
 	} {
 		dir := t.TempDir()

@@ -81,7 +81,7 @@ func expect(t *testing.T, got map[string]string, want map[string]string) {
 // the guest's real root (out of its namespaces, into the init's), and
 // /proc/sysrq-trigger would kill every process of the VM: all are read-only.
 // Keys cannot be added (they would outlive the program in its uid's user
-// keyring). Module loading, kexec, reboot, bpf, ptrace of stage 2 and its
+// keyring): the key system calls are refused (TestKeyringsUnchangeable). Module loading, kexec, reboot, bpf, ptrace of stage 2 and its
 // namespaces are refused too.
 func TestGuestKernelUntouchable(t *testing.T) {
 	got := runAttempts(t, `
@@ -105,7 +105,7 @@ attempt("ping-socket", lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM, 
 `)
 	expect(t, got, map[string]string{
 		"core-pattern": "EROFS", "modprobe": "EROFS", "sysctl": "EROFS", "hostname-sysctl": "EROFS", "sysrq": "EROFS",
-		"irq": "EROFS", "umount-proc-sys": "EPERM", "remount-proc-sys": "EPERM", "add-key": "EDQUOT",
+		"irq": "EROFS", "umount-proc-sys": "EPERM", "remount-proc-sys": "EPERM", "add-key": "EPERM",
 		"finit-module": "EPERM", "kexec": "EPERM", "reboot": "EPERM", "bpf": "EPERM", "ptrace-stage2": "EPERM",
 		"setns-init": "EACCES", "stage2-status-pipe": "EACCES", "ping-socket": "EACCES",
 	})
@@ -121,7 +121,7 @@ attempt("shm", lambda: write("/dev/shm/pysb-left", "left"))
 attempt("key", add_key)
 attempt("sysctl", lambda: write("/proc/sys/fs/lease-break-time", "7"))
 `)
-	expect(t, first, map[string]string{"tmp": "OK", "shm": "OK", "key": "EDQUOT", "sysctl": "EROFS"})
+	expect(t, first, map[string]string{"tmp": "OK", "shm": "OK", "key": "EPERM", "sysctl": "EROFS"})
 	second := runAttempts(t, `
 import sys
 attempt("tmp", lambda: open("/tmp/pysb-left").read())
@@ -130,7 +130,83 @@ attempt("key", lambda: libc.syscall(250, 10, ctypes.c_int(-4), b"user", b"pysb-l
 attempt("sysctl", lambda: must(open("/proc/sys/fs/lease-break-time").read() != "7\n"))
 attempt("shares-kept", lambda: os.listdir(sys.argv[1]))
 `, filepath.Join(shared.dir, "ro"))
-	expect(t, second, map[string]string{"tmp": "ENOENT", "shm": "ENOENT", "key": "ENOKEY", "sysctl": "OK", "shares-kept": "OK"})
+	expect(t, second, map[string]string{"tmp": "ENOENT", "shm": "ENOENT", "key": "EPERM", "sysctl": "OK", "shares-kept": "OK"})
+}
+
+// keyringsPrelude defines kc (keyctl), keys() (the guest's keyrings as
+// /proc/keys shows them to the program, without the usage count, which moves
+// with the processes that hold a keyring) and the keyrings a program can name.
+const keyringsPrelude = `
+import json
+def kc(*a):
+    return libc.syscall(250, *[ctypes.c_long(x) if isinstance(x, int) else x for x in a])
+def keys():
+    out = []
+    for l in open("/proc/keys"):
+        f = l.split(None, 3)
+        out.append(f[0] + " " + f[1] + " " + f[3].strip())
+    return sorted(out)
+specs = {"thread": -1, "process": -2, "session": -3, "user": -4, "user-session": -5, "group": -6, "reqkey-auth": -7, "requestor": -8}
+`
+
+// TestKeyringsUnchangeable: programs of one warm VM run as one uid, whose
+// keyrings (user, user session, which is also the program's session
+// keyring, and the persistent keyring KEYCTL_GET_PERSISTENT makes) the
+// kernel shares between them. A program tries to change every keyring it can
+// name (the special ids, the serial numbers /proc/keys shows, the persistent
+// keyring) in every way keyctl has: permissions, owner, expiry, revocation,
+// invalidation, clearing, a restriction, links, a session keyring of its
+// own; every attempt fails with EPERM (the key system calls are refused),
+// and the next program sees the keyrings as the first found them.
+func TestKeyringsUnchangeable(t *testing.T) {
+	first := runAttempts(t, keyringsPrelude+`
+before = keys()
+print("before", json.dumps(before), flush=True)
+ids = dict(specs)
+for l in before:
+    ids["serial-" + l.split()[0]] = int(l.split()[0], 16)
+buf = ctypes.create_string_buffer(256)
+for name, k in ids.items():
+    attempt("describe:" + name, lambda k=k: kc(6, k, buf, 256))
+    attempt("setperm:" + name, lambda k=k: kc(5, k, 0x3f3f3f3f))
+    attempt("chown:" + name, lambda k=k: kc(4, k, 1, 1))
+    attempt("timeout:" + name, lambda k=k: kc(15, k, 1))
+    attempt("revoke:" + name, lambda k=k: kc(3, k))
+    attempt("invalidate:" + name, lambda k=k: kc(21, k))
+    attempt("clear:" + name, lambda k=k: kc(7, k))
+    attempt("restrict:" + name, lambda k=k: kc(29, k, None, None))
+    attempt("link:" + name, lambda k=k: kc(8, -4, k))
+    attempt("unlink:" + name, lambda k=k: kc(9, k, -5))
+attempt("join-session", lambda: kc(1, b"pysb-session"))
+attempt("join-anonymous-session", lambda: kc(1, None))
+attempt("session-to-parent", lambda: kc(18))
+attempt("persistent", lambda: kc(22, -1, -4))
+attempt("add-key", add_key)
+attempt("request-key", lambda: libc.syscall(249, b"user", b"pysb-left", None, ctypes.c_int(-4)))
+print("after", json.dumps(keys()), flush=True)
+`)
+	if first["before"] == "" || first["before"] != first["after"] {
+		t.Errorf("the keyrings changed under the first program:\nbefore %s\nafter  %s", first["before"], first["after"])
+	}
+	n := 0
+	for k, v := range first {
+		if k == "before" || k == "after" {
+			continue
+		}
+		n++
+		if v != "EPERM" {
+			t.Errorf("%s: %s, want EPERM", k, v)
+		}
+	}
+	if n < 100 {
+		t.Errorf("only %d attempts ran", n)
+	}
+	second := runAttempts(t, keyringsPrelude+`
+print("keys", json.dumps(keys()), flush=True)
+`)
+	if second["keys"] != first["before"] {
+		t.Errorf("the next program's keyrings:\n%s\nwant those the first found:\n%s", second["keys"], first["before"])
+	}
 }
 
 // TestSharesOnTheHost: what the program makes in a writable share is, on the

@@ -35,6 +35,8 @@ type machine struct {
 	Net     bool   `json:"net"`
 	Netdev  string `json:"netdev,omitempty"` // QEMU's -netdev when Net
 	Cmdline string `json:"append"`
+	// cgroups is where QEMU's cgroup is made (not part of the key).
+	cgroups *cgroupHost
 }
 
 // bootArgs is the guest kernel's command line, for a host whose TSC runs at
@@ -88,7 +90,7 @@ const (
 // args returns QEMU's arguments.
 func (m *machine) args(shares []share, empty string, incoming bool, netdev string) []string {
 	a := []string{"-nodefaults", "-no-user-config", "-nographic", "-no-reboot",
-		"-machine", "microvm,accel=" + m.Accel + ",acpi=on,x-option-roms=off",
+		"-machine", "microvm,acpi=on,x-option-roms=off", "-accel", m.accelArg(),
 		"-cpu", "max", "-smp", strconv.Itoa(m.CPUs), "-m", strconv.Itoa(m.Memory),
 		"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", m.Cmdline,
 		"-chardev", fmt.Sprintf("socket,id=con,fd=%d", fdConsole), "-serial", "chardev:con",
@@ -121,6 +123,15 @@ func (m *machine) args(shares []share, empty string, incoming bool, netdev strin
 	return a
 }
 
+// accelArg is QEMU's -accel: TCG with a translation cache of a fixed size
+// (what QEMU's cgroup leaves room for), or KVM.
+func (m *machine) accelArg() string {
+	if m.Accel == "tcg" {
+		return fmt.Sprintf("tcg,tb-size=%d", tcgCacheMiB)
+	}
+	return m.Accel
+}
+
 // escapeOpt escapes commas for QEMU's option syntax.
 func escapeOpt(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
@@ -149,9 +160,11 @@ type vm struct {
 	readErr   error
 }
 
-// startVM starts QEMU with args; state, when not nil, is the saved state to
-// restore. opts adjust QEMU's process attributes (its namespaces).
-func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
+// startVM starts the QEMU of m with args; state, when not nil, is the saved
+// state to restore. opts adjust QEMU's process attributes (its namespaces).
+// QEMU runs in a cgroup of its own when m.cgroups can make one (cgroup.go),
+// removed once QEMU has exited.
+func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
 	pair := func(nonblock bool) (*os.File, *os.File, error) {
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -194,7 +207,7 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 		files = append(files, state)
 	}
 	files = append(files, extra...)
-	cmd := exec.Command(qemuBin, args...)
+	cmd := exec.Command(m.QEMU, args...)
 	cmd.Args[0] = "qemu-system-x86_64"
 	cmd.ExtraFiles = files
 	cmd.Env = []string{"TMPDIR=/nonexistent"}
@@ -205,12 +218,30 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 	for _, o := range opts {
 		o(cmd.SysProcAttr)
 	}
-	if err := cmd.Start(); err != nil {
+	failed := func(err error) (*vm, error) {
 		closeAll()
 		ctl.Close()
 		mon.Close()
 		con.Close()
-		return nil, fmt.Errorf("qemu: starting %s: %w", qemuBin, err)
+		return nil, err
+	}
+	var cg *qemuCgroup
+	if m.cgroups.available() {
+		if cg, err = m.cgroups.create(m.Memory, m.Accel == "tcg"); err != nil {
+			return failed(err)
+		}
+		cg.attr(cmd.SysProcAttr)
+	}
+	if err := cmd.Start(); err != nil {
+		cg.remove()
+		return failed(fmt.Errorf("qemu: starting %s: %w", m.QEMU, err))
+	}
+	if err := cg.join(cmd.Process.Pid); err != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		cmd.Process.Kill()
+		cmd.Wait()
+		cg.remove()
+		return failed(err)
 	}
 	closeAll()
 	v := &vm{cmd: cmd, ctl: ctl, cons: &ring{max: 32 << 10},
@@ -227,8 +258,10 @@ func startVM(qemuBin string, args []string, state *os.File, extra []*os.File, op
 	}()
 	go func() {
 		err := cmd.Wait()
+		oom := cg.oomNote()
+		cg.remove()
 		v.mu.Lock()
-		v.deadErr = fmt.Errorf("qemu exited (%v): %s", err, strings.TrimSpace(errBuf.String()))
+		v.deadErr = fmt.Errorf("qemu exited (%v%s): %s", err, oom, strings.TrimSpace(errBuf.String()))
 		v.exited = true
 		fns := v.atExit
 		v.atExit = nil
@@ -329,6 +362,12 @@ func (v *vm) read() {
 			}
 		}
 		if err != nil {
+			// The channel ends when QEMU does: its end (a crash, the kernel
+			// killing it at its cgroup's bound) says more than the channel's.
+			select {
+			case <-v.dead:
+			case <-time.After(500 * time.Millisecond):
+			}
 			v.mu.Lock()
 			v.readErr = fmt.Errorf("the guest's channel: %w", err)
 			procs := v.procs

@@ -19,9 +19,10 @@ const ExitTimeout = 124
 
 type runOptions struct {
 	commonOptions
-	timeout time.Duration
-	limits  pysandboxes.Limits
-	command []string
+	timeout  time.Duration
+	limits   pysandboxes.Limits
+	keepShim bool
+	command  []string
 }
 
 func runCommand(o *runOptions) *command {
@@ -46,6 +47,11 @@ func runCommand(o *runOptions) *command {
 		about: `Runs CMD under the policy of a rule file (default: the .py-sandboxes found from the
 working directory) plus the rules given on the command line, and exits with CMD's exit
 status. The options end at "--" or at CMD, whichever comes first: what follows is CMD's.
+
+A CMD that is a version manager's shim (pyenv's python3 on PATH) cannot run inside
+the sandbox, which does not hold the manager's files: run names the executable the
+shim would run, found without running the shim, and runs it instead, or refuses
+when it cannot be found that way (--keep-shim runs the shim itself).
 `,
 		options: o.commonOpts(false,
 			&option{name: "timeout", arg: "DURATION", help: "kill the whole process tree after DURATION (e.g. 30s)", set: dur(&o.timeout)},
@@ -59,6 +65,7 @@ status. The options end at "--" or at CMD, whichever comes first: what follows i
 				o.limits.Output = int64(min(n, 1<<62))
 				return err
 			}},
+			flag("keep-shim", "", "run a version manager's shim as CMD as it is, not the executable it would run", &o.keepShim),
 		),
 		rules:        true,
 		firstOperand: valueCommand,
@@ -68,7 +75,7 @@ status. The options end at "--" or at CMD, whichever comes first: what follows i
 			{"2", "a bad command line (an unknown option or rule, a bad value, no CMD)"},
 			{"124", "--timeout ended CMD"},
 			{"125", "the sandbox could not start: the rules have errors, no provider here enforces them, or the rule file was not found"},
-			{"126", "CMD cannot be executed"},
+			{"126", "CMD cannot be executed, or is a version manager's shim whose executable cannot be found without running it"},
 			{"127", "CMD was not found"},
 		},
 	}
@@ -103,6 +110,14 @@ func run(ctx context.Context, args []string, env *Env) int {
 		return usageFailure(env, c, err)
 	}
 	o.rules, o.command = p.rules, p.operands
+	if !o.keepShim {
+		cmd, err := unshim(env, o.command)
+		if err != nil {
+			fmt.Fprintf(env.Stderr, "pysandboxes run: %v\n", err)
+			return ExitNoExec
+		}
+		o.command = cmd
+	}
 	log, _ := newLogger(env.Stderr, "pysandboxes run", o.verbose)
 	pol, err := o.loadPolicy(ctx, env, log, "name one with --config FILE, or use --no-config to run with the rules of the command line only")
 	if err != nil {

@@ -110,3 +110,31 @@ func FuzzReadELF(f *testing.F) {
 		readELF(p)
 	})
 }
+
+// TestScriptNamedPythonNotRun: a "#!" script named like an interpreter (a
+// version manager's shim, or a script planted as ./python3) is not run to ask
+// for its directories: its code would run on the host, unconfined. What it
+// needs is its own interpreter.
+func TestScriptNamedPythonNotRun(t *testing.T) {
+	dir := t.TempDir()
+	mark := filepath.Join(dir, "ran")
+	script := filepath.Join(dir, "python3")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\ntouch "+mark+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var r Resolver
+	ns, err := r.Needs(context.Background(), script)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatal("the script ran on the host")
+	}
+	found := false
+	for _, n := range ns {
+		found = found || strings.HasSuffix(n.Path, "/dash") || strings.HasSuffix(n.Path, "/sh")
+	}
+	if !found {
+		t.Errorf("needs %v lack the script's interpreter /bin/sh", ns)
+	}
+}

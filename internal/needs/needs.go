@@ -249,7 +249,10 @@ func (w *walker) program(path, why string, depth int) error {
 			return err
 		}
 	}
-	if isPython(path) || isPython(real) {
+	// Only a binary named like an interpreter is asked for its directories: a
+	// "#!" script named python3 (a version manager's shim, or any script) would
+	// run its code on the host, outside the sandbox.
+	if (isPython(path) || isPython(real)) && len(head) >= 4 && string(head[:4]) == "\x7fELF" {
 		if err := w.python(path); err != nil {
 			return err
 		}

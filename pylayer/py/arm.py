@@ -31,17 +31,14 @@ def build(G, cfg, fd, sb):
     implicit = tuple((m[0], prefix(m[0]), bool(m[1]), m[2]) for m in cfg['implicit'])
     ignores = tuple((i[0], bool(i[1]), i[2], i[3]) for i in cfg['ignores'])
     rules = []
-    any_addr = False
-    for allow, protos, dirs, prefixes, ports, raw, ref in cfg['net']:
+    for allow, protos, dirs, prefixes, ports, raw, ref, named in cfg['net']:
         pf = []
         for addr, bits in prefixes:
             ip = G['_parse_ip'](addr)
             if ip is None:
                 continue
             pf.append((ip[0], ip[1], bits))
-            if allow and ports and (bits < (32 if ip[0] == 4 else 128)):
-                any_addr = True
-        rules.append((bool(allow), protos, dirs, tuple(pf), tuple((lo, hi) for lo, hi in ports), raw, ref))
+        rules.append((bool(allow), protos, dirs, tuple(pf), tuple((lo, hi) for lo, hi in ports), raw, ref, bool(named)))
     pins = MPT({h: tuple(_ip_tuple(G, a) for a in addrs) for h, addrs in cfg['pins'].items()})
     imp = cfg['imports']
     imports_all = tuple(imp['all']) if imp['all'] is not None else None
@@ -95,7 +92,7 @@ def build(G, cfg, fd, sb):
     # while it sets its limits, before it evaluates anything.
     zygote = {posix.getpid()} if cfg['target']['kind'] == 'zygote' else None
     S = (learning, exposes, implicit, ignores, tuple(rules), pins, imports_all, imports, api, doors, stdlib,
-         frozenset(id(c) for c in ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), any_addr,
+         frozenset(id(c) for c in ours), send, classes, zygote, MPT(dict(G['API_EVENTS'])), None,
          frozenset(id(o) for o in own), set(), set(), _import_state(cfg, exposes), tuple(ours))
     handlers = MPT(dict(G['HANDLERS']))
     h = G['_hook']
@@ -342,7 +339,7 @@ def _pg_patch(S, G, module, reg):
     module._connect = _seal(_t_call, (G['_pg_connect_call'], S, orig, parse), reg, orig)
 
 
-def _dns_patch(S, G, socket_mod, learning):
+def _dns_patch(S, G, socket_mod, learning, reg):
     """getaddrinfo / gethostbyname(_ex): pinned names answer their pinned
     addresses (so the Python resolver, the Python check and the OS filter judge
     the same addresses); in learning mode the answers are recorded."""
@@ -354,6 +351,7 @@ def _dns_patch(S, G, socket_mod, learning):
     js = G['_json']
     tostr = G['_tostr']
     AI_NUMERICHOST = getattr(socket_mod, 'AI_NUMERICHOST', 4)
+    judge = G['_gai_judge']
 
     def record(name, addrs):
         if learning and name:
@@ -378,11 +376,14 @@ def _dns_patch(S, G, socket_mod, learning):
                 out.extend(orig_gai(text, port, family, type, proto, flags | AI_NUMERICHOST))
             if not out:
                 raise socket_mod.gaierror(socket_mod.EAI_NONAME, 'Name or service not known')
-            return out
-        res = orig_gai(host, port, family, type, proto, flags)
-        if learning and h:
-            record(h, sorted({r[4][0] for r in res if isinstance(r[4], tuple)}))
-        return res
+        else:
+            out = orig_gai(host, port, family, type, proto, flags)
+            if learning and h:
+                record(h, sorted({r[4][0] for r in out if isinstance(r[4], tuple)}))
+        e = judge(S, host, port, type, proto, flags, out)
+        if e is not None:
+            raise e
+        return out
 
     def gethostbyname(host):
         h, p = pinned(host)
@@ -411,6 +412,17 @@ def _dns_patch(S, G, socket_mod, learning):
     socket_mod.getaddrinfo = getaddrinfo
     socket_mod.gethostbyname = gethostbyname
     socket_mod.gethostbyname_ex = gethostbyname_ex
+    # The socket class's methods that take an address: a host name is resolved
+    # by the getaddrinfo above and the socket given the address checked (see
+    # _sock_call).
+    cls = socket_mod.__dict__.get('socket')
+    if type(cls) is type:
+        for attr, pos, bind in (('connect', 1, False), ('connect_ex', 1, False), ('bind', 1, True),
+                                ('sendto', -1, False), ('sendmsg', 4, False)):
+            orig = getattr(cls, attr, None)
+            if orig is None or G['_is_own_id'](orig):
+                continue
+            setattr(cls, attr, _seal(_t_call, (G['_sock_call'], S, orig, (pos, bind, getaddrinfo)), reg, orig))
 
 
 class _Scan:
@@ -718,7 +730,7 @@ def arm(G, cfg, fd, sb, builtins):
     learning = S[0]
     done = {}
     osmods = [posix, sys.modules['os']]
-    extra = {'socket': lambda module: _dns_patch(S, G, module, learning)}
+    extra = {'socket': lambda module: _dns_patch(S, G, module, learning, reg)}
     MPT = G['_MPT']
     for modname, table in G['METHOD_PATCHES'].items():
         extra[modname] = lambda module, table=MPT(dict(table)): _patch_methods(module, table, gate, done, reg)

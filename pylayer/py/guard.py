@@ -45,14 +45,15 @@ _GETFRAME = _sys._getframe
 # S layout (indexes used literally below):
 #  0 learning (bool)        1 exposes ((path, prefix, rw, raw, ref), ...) deepest first
 #  2 implicit ((path, prefix, rw, why), ...)   3 ignores ((pattern, absolute, raw, ref), ...)
-#  4 net rules ((allow, protos, dirs, ((fam, net, bits), ...), ((lo, hi), ...), raw, ref), ...)
+#  4 net rules ((allow, protos, dirs, ((fam, net, bits), ...), ((lo, hi), ...), raw, ref, named), ...)
+#    (named: the rule's network is a host name, pinned in 5)
 #  5 pins {host: ((fam, int, text), ...)}      6 import-all (raw, ref) or None
 #  7 imports {module: (raw, ref)}              8 api {qualname: (allowed, category, raw, ref)}
 #  9 frame doors {(stdlib file, co_qualname): qualname}
 # 10 stdlib roots (with '/')  11 ids of the layer's code objects (kept alive by 21)  12 send(kind, text)
 # 13 exception classes (file, permission, connection, module, api)
 # 14 the pid of the eval zygote (None otherwise)   15 api events {event: (qualname, ...)}
-# 16 some ALLOW rule takes any address
+# 16 unused (None)
 # 17 id() of the layer's classes and functions   18 denials sent (set)   19 observations sent (set)
 # 20 the import judge's state (see imports)   21 the layer's code objects
 
@@ -526,24 +527,40 @@ def _net_decide(S, proto, ip, port, direction):
     return False, None
 
 
-def _net_refuse(S, proto, direction, host, ip, port, rule, _show=_show_ip, _deny=_deny):
+def _net_fix(proto, direction, net, port):
+    """The rule line that would allow an operation (port None: any port)."""
+    return 'net=ALLOW|%s|%s|%s|%s' % ('udp' if proto == 2 else 'tcp', net, '*' if port is None else port,
+                                      'IN' if direction == 1 else 'OUT')
+
+
+def _net_refuse(S, proto, direction, host, ip, port, rule, _show=_show_ip, _deny=_deny, _fix=_net_fix):
+    """The refusal of one operation addressed to host (a name, or '' for the
+    address ip) and port (None: any), by rule (None: the implicit default
+    policy, and the message ends with the rule line that would allow it). A name
+    with ip is refused for that address, which the message names."""
     shown = host if host else _show(ip)
+    p = 0 if port is None else port
     verb = 'connection to' if direction == 2 else 'bind to'
+    note = " ('%s' resolves to %s)" % (host, _show(ip)) if host and ip is not None else ''
     if rule is None:
-        msg = "Guard network %s '[%s]:%d' DENIED by implicit default policy." % (verb, shown, port)
+        msg = "Guard network %s '[%s]:%d' DENIED by implicit default policy%s.\nAdd `%s`." % (
+            verb, shown, p, note, _fix(proto, direction, shown, port))
         raw = ref = ''
     else:
-        msg = "%s [%s]:%d DENIED by explicit rule '%s' from %s" % (verb.capitalize(), shown, port, rule[5], rule[6])
+        msg = "%s [%s]:%d DENIED by explicit rule '%s' from %s%s" % (verb.capitalize(), shown, p, rule[5], rule[6], note)
         raw, ref = rule[5], rule[6]
     obs = None
-    if ip is not None:
+    if ip is not None and port is not None:
         obs = {'net': [['tcp' if proto == 1 else 'udp', 'in' if direction == 1 else 'out', host or '', _show(ip), port]]}
-    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (shown, port), raw, ref, obs, 111)
+    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (shown, p), raw, ref, obs, 111)
 
 
 def _net_check(S, proto, direction, host, port, _parse=_parse_ip, _decide=_net_decide, _refuse=_net_refuse):
-    """Check one operation addressed to host (an address or a name) and port. A
-    name is allowed only when every address pinned for it is."""
+    """Check one operation addressed to an address, or to a name pinned by the
+    policy (allowed only when every address pinned for it is); None when it is
+    allowed, else the refusal (None in learning mode, after recording). Any
+    other name falls to the implicit default policy: see _net_unresolved for a
+    name the C code resolves itself."""
     ip = _parse(host)
     if ip is not None:
         ok, rule = _decide(S, proto, ip, port, direction)
@@ -552,12 +569,164 @@ def _net_check(S, proto, direction, host, port, _parse=_parse_ip, _decide=_net_d
         return _refuse(S, proto, direction, '', ip, port, rule)
     pinned = S[5].get(host.lower().rstrip('.'))
     if not pinned:
-        # Not pinned: the C resolver would pick the address; it cannot be judged.
         return _refuse(S, proto, direction, host, None, port, None)
     for fam, v, text in pinned:
         ok, rule = _decide(S, proto, (fam, v), port, direction)
         if not ok:
             return _refuse(S, proto, direction, host, (fam, v), port, rule)
+    return None
+
+
+def _in_ports(r, port):
+    """Whether rule r covers port (None: some port)."""
+    if port is None:
+        return r[4] != ()
+    for lo, hi in r[4]:
+        if lo <= port <= hi:
+            return True
+    return False
+
+
+def _net_open(S, proto, port, direction, fams, _in=_in_ports):
+    """Whether every address of the families fams (4, 6) is allowed for proto
+    (one protocol), port and direction: an ALLOW rule takes the whole family
+    (a /0: '*', 0.0.0.0/0, ::/0) and no DENY rule matches any address of it
+    there. Then a host name needs no judging: whatever it resolves to is
+    allowed, as the OS layer allows it."""
+    for fam in fams:
+        whole = False
+        for r in S[4]:
+            if not (r[1] & proto) or not (r[2] & direction) or not _in(r, port):
+                continue
+            for f, net, bits in r[3]:
+                if f == fam:
+                    if not r[0]:
+                        return False
+                    if bits == 0:
+                        whole = True
+        if not whole:
+            return False
+    return True
+
+
+def _net_can(S, protos, port, direction, fams, _in=_in_ports):
+    """(can, deny): can is whether an ALLOW rule written as a network or '*'
+    covers addresses of the families fams for one of protos, port (None: any)
+    and direction (a set), so that a name the policy does not pin may resolve
+    to an address it allows (a rule naming a host allows that pinned name, a
+    rule naming one address that address: another name for it must be named
+    by a rule); deny is a DENY rule that matches every address there, when
+    there is one (it refuses whatever the name resolves to)."""
+    deny = None
+    can = False
+    for r in S[4]:
+        if not (r[1] & protos) or not (r[2] & direction) or not _in(r, port):
+            continue
+        for f, net, bits in r[3]:
+            if f in fams:
+                if not r[0]:
+                    if bits == 0 and deny is None:
+                        deny = r
+                elif not r[7] and bits < (32 if f == 4 else 128):
+                    can = True
+    return can, deny
+
+
+def _net_partial(S, proto, port, direction, fams, _in=_in_ports):
+    """(allow, deny): the first ALLOW and the first DENY rule that match some
+    address of the families fams for proto, port and direction (None when
+    none does)."""
+    allow = deny = None
+    for r in S[4]:
+        if not (r[1] & proto) or not (r[2] & direction) or not _in(r, port):
+            continue
+        for f, net, bits in r[3]:
+            if f in fams:
+                if r[0] and allow is None:
+                    allow = r
+                elif not r[0] and deny is None:
+                    deny = r
+                break
+    return allow, deny
+
+
+def _net_unresolved(S, proto, direction, host, port, fams, who, hint, _open=_net_open, _partial=_net_partial,
+                    _refuse=_net_refuse, _deny=_deny):
+    """An operation addressed to a host name that the C code (who: the socket
+    itself, libpq) resolves after any check can run: the address it picks
+    cannot be judged, so the name is allowed only where every address is
+    (_net_open). Else the refusal names the rule that makes addresses differ
+    there (a DENY rule, else the ALLOW rule that takes some), or the implicit
+    default policy when no rule allows any address there (with the rule line
+    that pins the name), and says what to do (hint)."""
+    if _open(S, proto, port, direction, fams):
+        return None
+    allow, deny = _partial(S, proto, port, direction, fams)
+    if allow is None:
+        # No rule allows any address there: the default refuses the name.
+        return _refuse(S, proto, direction, host, None, port, None)
+    r = allow if deny is None else deny
+    verb = 'connection to' if direction == 2 else 'bind to'
+    what = 'refuses some addresses there' if not r[0] else 'allows only some addresses there'
+    msg = ("Guard network %s '[%s]:%d' DENIED: %s resolves the host name itself, after any check, so the address "
+           "it picks cannot be judged; rule '%s' from %s %s. %s") % (verb, host, port, who, r[5], r[6], what, hint)
+    return _deny(S, 'network', S[13][2], msg, '[%s]:%d' % (host, port), r[5], r[6], None, 111)
+
+
+def _gai_judge(S, host, port, type, proto, flags, res, _tostr=_tostr, _parse=_parse_ip, _decide=_net_decide,
+               _refuse=_net_refuse, _type=type, _int=int, _tuple=tuple, _len=len, _str=str, _bytes=bytes,
+               _isinstance=isinstance, _Exception=Exception):
+    """After socket.getaddrinfo answered (the pinned addresses, or the
+    resolver's), for the protocol, port and direction the call names (type or
+    proto, a numeric port, AI_PASSIVE for a bind): a name is refused when a
+    DENY rule matches any address of the answer (DENY first, whatever the
+    order of the answer), or when no address of it is allowed. An address the
+    default refuses among allowed ones is left to the connect, which judges
+    the address it is given (as the OS layer judges each connection: an IPv6
+    answer under IPv4 rules is refused there, and create_connection tries the
+    next). Without protocol and port nothing is judged here. None, or the
+    refusal (None in learning mode)."""
+    if S[0]:
+        return None
+    h = _tostr(host) if host is not None else None
+    if h is None or h == '' or _parse(h) is not None:
+        return None
+    if _type(port) is _str or _type(port) is _bytes:
+        t = port.decode('ascii', 'replace') if _type(port) is _bytes else port
+        if not t.isdigit() or not t.isascii() or _len(t) > 5:
+            return None
+        port = _int(t)
+    elif _isinstance(port, _int):
+        port = _int(port)
+    else:
+        return None
+    # type, proto and flags may be the socket module's enums (int subclasses).
+    try:
+        t = _int(type) & 0xf if _isinstance(type, _int) else 0
+        pr = _int(proto) if _isinstance(proto, _int) else 0
+        passive = _isinstance(flags, _int) and _int(flags) & 1
+    except _Exception:
+        return None
+    p = 1 if t == 1 else 2 if t == 2 else 1 if pr == 6 else 2 if pr == 17 else 0
+    if p == 0 or (port == 0 and not passive):
+        return None  # port 0 names no port to connect to (a bind's is ephemeral)
+    direction = 1 if passive else 2
+    first = None
+    for e in res:
+        if _type(e) is not _tuple or _len(e) < 5 or _type(e[4]) is not _tuple or _type(e[4][0]) is not _str:
+            continue
+        ip = _parse(e[4][0])
+        if ip is None:
+            continue
+        ok, rule = _decide(S, p, ip, port, direction)
+        if ok:
+            first = False
+        elif rule is not None:
+            return _refuse(S, p, direction, h, ip, port, rule)
+        elif first is None:
+            first = ip
+    if first:
+        return _refuse(S, p, direction, h, first, port, None)
     return None
 
 
@@ -1495,19 +1664,35 @@ def _h_compile(S, event, args, cache, _getframe=_GETFRAME, _tostr=_tostr, _libra
     return _code(S, event, args, cache)
 
 
-def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
-            _check=_check_path, _net=_net_check, _deny=_deny, _Exception=Exception):
-    sock = args[0]
-    addr = args[1]
+def _sock_kind(sock, _type=type, _Exception=Exception):
+    """(family, type) of a socket as the C socket type itself reports them (a
+    subclass cannot lie about them), or None."""
     try:
-        # The family and type as the C socket type itself reports them (a
-        # subclass cannot lie about them).
         base = _type(sock).__mro__[-2]
-        fam = base.__dict__['family'].__get__(sock)
-        typ = base.__dict__['type'].__get__(sock) & 0xf
+        return base.__dict__['family'].__get__(sock), base.__dict__['type'].__get__(sock) & 0xf
     except _Exception:
         return None
+
+
+def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len, _tostr=_tostr,
+            _check=_check_path, _net=_net_check, _unresolved=_net_unresolved, _parse=_parse_ip, _deny=_deny,
+            _kind=_sock_kind, _bytearray=bytearray, _issubclass=issubclass, _str=str, _bytes=bytes):
+    sock = args[0]
+    addr = args[1]
+    k = _kind(sock)
+    if k is None:
+        return None
+    fam, typ = k
+    verb = 'bind to' if event == 'socket.bind' else 'connection to'
     if fam == 1:  # AF_UNIX: the socket's path follows the file rules, and needs rw
+        t = _type(addr)
+        if not _issubclass(t, _str) and t is not _bytes:
+            # The C socket read any other object through the buffer protocol
+            # (a bytes subclass's __buffer__, a bytearray another thread may
+            # change): what it read cannot be read again for sure.
+            return _deny(S, 'network', S[13][2],
+                         "Guard network %s a Unix socket whose path is not str or bytes DENIED by implicit default "
+                         "policy: give the path as str or bytes." % verb, '', '', '', None, 111)
         s = _tostr(addr)
         if s is None:
             return None
@@ -1518,12 +1703,30 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
         return _check(S, s, True, None, False, False, True, True)
     if fam != 2 and fam != 10:
         return None
-    if _type(addr) is not _tuple or _len(addr) < 2:
+    # The C socket takes a tuple subclass as a tuple (read by tuple's own
+    # methods here, not the object's).
+    if not _issubclass(_type(addr), _tuple) or _tuple.__len__(addr) < 2:
         return None
-    host = _tostr(addr[0])
-    port = addr[1]
-    if host is None or _type(port) is not _int:
-        return None
+    h = _tuple.__getitem__(addr, 0)
+    port = _tuple.__getitem__(addr, 1)
+    if _issubclass(_type(h), _bytearray):
+        # The C socket also takes a bytearray host: another thread may have
+        # changed it since.
+        return _deny(S, 'network', S[13][2],
+                     "Guard network %s a host given as a bytearray DENIED by implicit default policy: give it as str "
+                     "or bytes." % verb, '', '', '', None, 111)
+    t = _type(h)
+    host = _tostr(h) if _issubclass(t, _str) or _issubclass(t, _bytes) else None
+    if host is None:
+        return None  # the C socket refuses it
+    if _type(port) is not _int:
+        if not _issubclass(_type(port), _int):
+            # The C socket took the port from the object's __index__ already;
+            # asking it again could answer otherwise.
+            return _deny(S, 'network', S[13][2],
+                         "Guard network %s '[%s]' DENIED by implicit default policy: its port is not an int."
+                         % (verb, host), '[%s]' % host, '', '', None, 111)
+        port = _int.__add__(port, 0)  # the value itself, whatever the subclass says
     proto = 1 if typ == 1 else 2 if typ == 2 else 0
     if proto == 0:
         return None
@@ -1532,15 +1735,91 @@ def _h_sock(S, event, args, cache, _type=type, _tuple=tuple, _int=int, _len=len,
         host = '0.0.0.0' if fam == 2 else '::'
     elif host == '<broadcast>':
         host = '255.255.255.255'
+    if _parse(host) is None:
+        # A name given to the C socket itself (the socket module's methods
+        # resolve it first, see _sock_call): the C resolver has picked the
+        # address already, and the hook is not told which; for a pinned name
+        # too (only the namespace providers' hosts file answers it with the
+        # pinned addresses).
+        return _unresolved(S, proto, direction, host, port, (4,) if fam == 2 else (4, 6), 'the socket',
+                           'Resolve it first (socket.getaddrinfo answers with the addresses the rules judge) '
+                           'and give the socket the address.')
     return _net(S, proto, direction, host, port)
 
 
-def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=type, _int=int,
-               _refuse=_net_refuse):
-    # A name no rule can allow is refused before any query leaves; a pinned name
-    # is answered by the patched resolver.
+def _sock_call(S, orig, x, a, k, _kind=_sock_kind, _tostr=_tostr, _parse=_parse_ip, _open=_net_open, _can=_net_can,
+               _refuse=_net_refuse, _type=type, _tuple=tuple, _int=int, _len=len, _str=str, _lits={}):
+    """The socket module's connect, connect_ex, bind, sendto and sendmsg (sealed
+    wrappers, arm.py; x: (the address's position in the arguments, -1 for
+    sendto's last, whether it binds, the layer's getaddrinfo)): a host name
+    is resolved by the layer's getaddrinfo (the pinned addresses of a pinned
+    name; a name no rule can allow refused before any query, for this
+    direction; the answer judged, see _gai_judge), and the socket is given
+    the first address of the answer, which the hook judges. Where every
+    address is allowed the name goes on to the socket as it is (the C
+    resolver picks; nothing to judge)."""
+    pos, bind, gai = x
+    if pos < 0:  # sendto(data[, flags], address)
+        pos = _len(a) - 1 if _len(a) == 3 or _len(a) == 4 else 0
+    if k or pos == 0 or _len(a) <= pos:
+        return orig(*a, **k)
+    addr = a[pos]
+    if _type(addr) is not _tuple or _len(addr) < 2:
+        return orig(*a)
+    port = addr[1]
+    host = addr[0]
+    if _type(host) is _str:
+        # An address goes on as it is (the hook judges it): known ones are
+        # told at one lookup (the cache only saves parsing: it decides
+        # nothing the hook does not judge again).
+        lit = _lits.get(host)
+        if lit is None:
+            lit = _parse(host) is not None
+            if _len(_lits) >= 1024:
+                _lits.clear()
+            _lits[host] = lit
+        if lit:
+            return orig(*a)
+    else:
+        host = _tostr(host)
+    if host is None or host == '' or host == '<broadcast>' or _type(port) is not _int or _parse(host) is not None:
+        return orig(*a)
+    kd = _kind(a[0])
+    if kd is None or (kd[0] != 2 and kd[0] != 10):
+        return orig(*a)
+    fam, typ = kd
+    proto = 1 if typ == 1 else 2 if typ == 2 else 0
+    direction = 1 if bind else 2
+    fams = (4,) if fam == 2 else (4, 6)
+    if proto == 0 or (not S[0] and _open(S, proto, port, direction, fams)):
+        return orig(*a)
+    key = host.lower().rstrip('.')
+    if key not in S[5] and key != 'localhost':
+        # Refused before any query, as getaddrinfo would, for this direction.
+        can, deny = _can(S, proto, port, direction, fams)
+        if not can:
+            e = _refuse(S, proto, direction, host, None, port, deny)
+            if e is not None:
+                raise e
+    res = gai(host, port, fam, typ, 0, 1 if bind else 0)
+    out = None
+    for e in res:
+        if e[0] == fam and _type(e[4]) is _tuple and _len(e[4]) >= 2:
+            out = e[4]
+            break
+    if out is None:
+        return orig(*a)  # no address of the socket's family: the socket's own error
+    addr = (out[0],) + addr[1:]
+    return orig(*(a[:pos] + (addr,) + a[pos + 1:]))
+
+
+def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=type, _int=int, _str=str,
+               _bytes=bytes, _len=len, _can=_net_can, _refuse=_net_refuse, _deny=_deny):
+    # A name no rule can allow is refused before any query leaves (a pinned
+    # name is answered by the patched resolver; localhost by the hosts file).
+    # gethostbyaddr resolves a name it is given before its reverse lookup.
     host = args[0]
-    if S[0] or host is None or S[16]:
+    if S[0] or host is None:
         return None
     h = _tostr(host)
     if h is None or _parse(h) is not None:
@@ -1548,10 +1827,29 @@ def _h_resolve(S, event, args, cache, _tostr=_tostr, _parse=_parse_ip, _type=typ
     key = h.lower().rstrip('.')
     if key in S[5] or key == 'localhost' or key == '':
         return None
-    port = args[1] if event == 'socket.getaddrinfo' else 0
-    if _type(port) is not _int:
-        port = 0
-    return _refuse(S, 1, 2, h, None, port, None)
+    port = None
+    protos, fams = 3, (4, 6)
+    if event == 'socket.getaddrinfo':
+        p = args[1]
+        if _type(p) is _bytes:
+            p = p.decode('ascii', 'replace')
+        if _type(p) is _int:
+            port = p
+        elif _type(p) is _str and p.isdigit() and p.isascii() and _len(p) <= 5:
+            port = _int(p)
+        if port == 0:
+            port = None  # names no port: the program may connect to any
+        fam, typ, pr = args[2], args[3] & 0xf, args[4]
+        protos = 1 if typ == 1 else 2 if typ == 2 else 1 if pr == 6 else 2 if pr == 17 else 3
+        fams = (4,) if fam == 2 else (4, 6)
+    can, deny = _can(S, protos, port, 3, fams)
+    if can:
+        return None
+    # The call does not say whether it connects or binds: a connection.
+    proto = 2 if protos == 2 else 1
+    if deny is not None:
+        return _refuse(S, proto, 2, h, None, port, deny)
+    return _refuse(S, proto, 2, h, None, port, None)
 
 
 # ---------------------------------------------------------------- os.open
@@ -1600,40 +1898,33 @@ def _pg_param(p, env, key, var, _type=type, _bytes=bytes, _dict=dict, _enc=_FSEN
     return v
 
 
-def _net_any(S, proto, port, direction, _len=len):
-    """Whether an ALLOW rule takes any address for proto, port and direction."""
-    for r in S[4]:
-        if not r[0] or not (r[1] & proto) or not (r[2] & direction):
-            continue
-        for lo, hi in r[4]:
-            if lo <= port <= hi:
-                for fam, net, bits in r[3]:
-                    if bits == 0:
-                        return True
-    return False
-
-
-def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse, _check=_check_path, _deny=_deny,
+def _pg_judge(S, parse, dsn, _unresolved=_net_unresolved, _net=_net_check, _parse=_parse_ip, _check=_check_path,
+              _deny=_deny,
               _param=_pg_param, _modules=_sys.modules, _Exception=Exception, _len=len, _max=max, _range=range,
               _int=int, _str=str, _type=type, _dict=dict, _getattr=getattr, _dir=_PG_SOCKET_DIR):
-    """None when every target of a psycopg2 connection with this DSN is
-    allowed, else the refusal (None in learning mode, after recording)."""
+    """(refusal, dsn): the refusal when a target of a psycopg2 connection with
+    this DSN is refused (None in learning mode, after recording), else None
+    and the DSN to give libpq: None to keep it, or the same with hostaddr=
+    naming the address pinned for each pinned host name, so that libpq
+    connects to the address judged (it still names the host, for TLS)."""
     try:
         p = parse(dsn if dsn is not None else '')
     except _Exception:
-        return None  # libpq refuses the DSN itself
+        return None, None  # libpq refuses the DSN itself
     if _type(p) is not _dict:
-        return None
+        return None, None
     osm = _modules.get('os')
     env = _getattr(_getattr(osm, 'environ', None), '_data', None)
     if _param(p, env, 'service', 'PGSERVICE'):
-        return None
+        return None, None
     hosts = _param(p, env, 'host', 'PGHOST')
     addrs = _param(p, env, 'hostaddr', 'PGHOSTADDR')
     ports = _param(p, env, 'port', 'PGPORT')
     hl = hosts.split(',') if hosts else ['']
     al = addrs.split(',') if addrs else []
     pl = ports.split(',') if ports else ['']
+    ha = []
+    pinned = False
     for i in _range(_max(_len(hl), _len(al))):
         h = hl[i].strip() if i < _len(hl) else ''
         a = al[i].strip() if i < _len(al) else ''
@@ -1642,6 +1933,7 @@ def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse
         if not ps.isdigit() or _len(ps) > 5:
             continue  # libpq refuses it
         port = _int(ps)
+        ha.append(a)
         if a:
             e = _net(S, 1, 2, a, port)  # hostaddr: the address connected to
         elif h == '' or h.startswith('/'):
@@ -1652,22 +1944,33 @@ def _pg_judge(S, parse, dsn, _any=_net_any, _net=_net_check, _refuse=_net_refuse
                       h, '', '', None, 111)
         elif h.lower().rstrip('.') == 'localhost' and h.lower().rstrip('.') not in S[5]:
             e = _net(S, 1, 2, '127.0.0.1', port)
-        elif h.lower().rstrip('.') in S[5] or not S[16] or not _any(S, 1, port, 2):
-            # A pinned name is judged by its addresses; another name cannot be
-            # allowed by a rule (as socket.getaddrinfo of it) unless one takes
-            # any address on that port.
+        elif _parse(h) is not None:
             e = _net(S, 1, 2, h, port)
+        elif h.lower().rstrip('.') in S[5]:
+            e = _net(S, 1, 2, h, port)  # every address pinned for it; libpq is given the first
+            ha[-1] = S[5][h.lower().rstrip('.')][0][2]
+            pinned = True
         else:
-            e = None  # an ALLOW rule takes any address there: the OS layer judges the one libpq picks
+            # libpq resolves the name itself: allowed where every address is.
+            e = _unresolved(S, 1, 2, h, port, (4, 6), 'libpq',
+                            'Pin the name with a rule of its own, or give libpq the address (hostaddr=).')
         if e is not None:
-            return e
-    return None
+            return e, None
+    if not pinned or S[0] or _len(ha) != _max(_len(hl), _len(al)):
+        return None, None
+    p['hostaddr'] = ','.join(ha)
+    return None, ' '.join("%s='%s'" % (key, _str(v).replace('\\', '\\\\').replace("'", "\\'")) for key, v in p.items())
 
 
 def _pg_connect_call(S, orig, parse, a, k, _judge=_pg_judge):
-    e = _judge(S, parse, a[0] if a else k.get('dsn'))
+    e, dsn = _judge(S, parse, a[0] if a else k.get('dsn'))
     if e is not None:
         raise e
+    if dsn is not None:
+        if a:
+            a = (dsn,) + a[1:]
+        else:
+            k['dsn'] = dsn
     return orig(*a, **k)
 
 
@@ -1952,7 +2255,7 @@ HANDLERS = {
     'exec': _h_code, 'compile': _h_compile, 'marshal.loads': _h_marshal,
     'code.__new__': _h_codenew, 'function.__new__': _h_funcnew,
     'socket.connect': _h_sock, 'socket.bind': _h_sock, 'socket.sendto': _h_sock, 'socket.sendmsg': _h_sock,
-    'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve,
+    'socket.getaddrinfo': _h_resolve, 'socket.gethostbyname': _h_resolve, 'socket.gethostbyaddr': _h_resolve,
     'sqlite3.connect': _h_sqlite,
     'sys._getframe': _h_frame_api, 'sys._getframemodulename': _h_frame_api,
     'object.__getattr__': _h_getattr,

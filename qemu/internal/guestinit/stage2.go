@@ -95,6 +95,9 @@ func stage2() int {
 	if err := prctl(prSetNoNewPrivs, 1); err != nil {
 		return fail(fmt.Errorf("no_new_privs: %w", err))
 	}
+	if err := denyKeys(); err != nil {
+		return fail(err)
+	}
 	pid, err := syscall.ForkExec(m.Path, m.Args, attr)
 	if err != nil {
 		return fail(fmt.Errorf("start %s: %w", m.Path, err))

@@ -1,0 +1,44 @@
+package qemu
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// MemoryBound is what QEMU's cgroup lets a QEMU with a guest of memMiB hold.
+func MemoryBound(memMiB int, tcg bool) int64 { return memoryBound(memMiB, tcg) }
+
+// CgroupsOf returns the directories of the cgroups the provider made that
+// hold the process pid, and, when there are none, why no cgroup can be made
+// here.
+func CgroupsOf(pid int) ([]string, string) {
+	self, err1 := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	mi, err2 := os.ReadFile("/proc/self/mountinfo")
+	if err1 != nil || err2 != nil {
+		return nil, "no such process"
+	}
+	own := parseProcCgroup(string(self))
+	var out []string
+	add := func(m cgroupMount, p string) {
+		if d := dirOf(m, p); d != "" && strings.HasPrefix(filepath.Base(p), cgroupPrefix) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, m := range parseCgroupMounts(string(mi)) {
+		if m.v2 && own.hasV2 {
+			add(m, own.v2)
+		}
+		for c, p := range own.v1 {
+			if !m.v2 && slices.Contains(m.ctrls, c) {
+				add(m, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, probeCgroups().why
+	}
+	return out, ""
+}
