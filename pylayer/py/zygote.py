@@ -387,7 +387,7 @@ def _zygote(z, st):
     # TCG). A woken SCHED_BATCH process does not preempt either, but the
     # scheduler's tick gives it the processor a few milliseconds later (it
     # slept: it is owed time); a SCHED_IDLE one waits for the running
-    # process's whole slice. Its forks go back to SCHED_OTHER, which
+    # process's whole slice. Its forks go to SCHED_BATCH (see _child), which
     # RLIMIT_NICE must allow (20, set by QEMU's guest init); else the zygote
     # runs under SCHED_BATCH.
     z.batch = False
@@ -989,9 +989,12 @@ def _child(z, st, req, rep):
     chan = -1
     try:
         if z.batch:
-            # What it evaluates runs as any program does (see _zygote).
+            # Out of SCHED_IDLE (see _zygote), to SCHED_BATCH: woken by its
+            # request, it does not preempt the relay that wrote it (QEMU's
+            # guest init, which would otherwise take the processor back in
+            # the middle of the evaluation to finish its turn).
             try:
-                posix.sched_setscheduler(0, posix.SCHED_OTHER, posix.sched_param(0))
+                posix.sched_setscheduler(0, posix.SCHED_BATCH, posix.sched_param(0))
             except OSError:
                 pass
         # The pipe to the zygote takes the channel's descriptor number: what the
