@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -438,6 +439,84 @@ func TestZygoteCancelReadByAnotherProcess(t *testing.T) {
 	}
 	if !proctest.Alive(pid) {
 		t.Errorf("the zygote (pid %d) ended", pid)
+	}
+}
+
+// TestZygoteOneProcessorScheduling: on one processor (QEMU's guest has one
+// vCPU) the zygote runs under SCHED_IDLE and its processes under SCHED_BATCH
+// when RLIMIT_NICE lets them leave SCHED_IDLE (20, as the guest's init sets
+// it), both under SCHED_BATCH when it does not; on more processors nothing
+// changes. Evaluations work in each case.
+const rlimitNice = 13
+
+func TestZygoteOneProcessorScheduling(t *testing.T) {
+	for _, tool := range []string{"taskset", "prlimit"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (util-linux): %v", tool, err)
+		}
+	}
+	const (
+		other = 0
+		batch = 3
+		idle  = 5
+	)
+	policy := func(pid int) int {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		n, err := strconv.Atoi(f[38]) // field 41: policy
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	wrap := func(prefix ...string) func(*exec.Cmd) {
+		return func(c *exec.Cmd) {
+			path, _ := exec.LookPath(prefix[0])
+			c.Args = append(append([]string{path}, prefix[1:]...), append([]string{c.Path}, c.Args[1:]...)...)
+			c.Path = path
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		before        func(*exec.Cmd)
+		zygote, child int
+	}{
+		{"one processor, RLIMIT_NICE 20", wrap("prlimit", "--nice=20:20", "taskset", "-c", "0"), idle, batch},
+		{"one processor, RLIMIT_NICE 0", wrap("prlimit", "--nice=0:0", "taskset", "-c", "0"), batch, batch},
+		{"every processor", nil, other, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before == nil && runtime.NumCPU() < 2 {
+				t.Skip("this machine has one processor")
+			}
+			if tc.zygote == idle {
+				var lim syscall.Rlimit
+				if err := syscall.Getrlimit(rlimitNice, &lim); err != nil {
+					t.Fatal(err)
+				}
+				if lim.Max < 20 && exec.Command("prlimit", "--nice=20:20", "true").Run() != nil {
+					// (QEMU's guest init sets it for its programs: qemu's
+					// TestSchedulingRights.)
+					t.Skip("RLIMIT_NICE cannot be raised to 20 here (it needs CAP_SYS_RESOURCE)")
+				}
+			}
+			tz := startZygoteWith(t, ZygoteOptions{Guard: true, Pool: 1}, tc.before, nil)
+			v := tz.value(t, "(__import__('os').sched_getscheduler(0), __import__('os').getppid())")
+			tu, _ := v.(transport.Tuple)
+			if len(tu) != 2 {
+				t.Fatalf("got %v", v)
+			}
+			zpid := int(tu[1].(int64))
+			if got := int(tu[0].(int64)); got != tc.child {
+				t.Errorf("the evaluation's process runs under policy %d, want %d", got, tc.child)
+			}
+			if got := policy(zpid); got != tc.zygote {
+				t.Errorf("the zygote (pid %d) runs under policy %d, want %d", zpid, got, tc.zygote)
+			}
+		})
 	}
 }
 
