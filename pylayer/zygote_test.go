@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -355,6 +356,167 @@ func TestZygoteCancel(t *testing.T) {
 	}
 	if v := tz.value(t, "'ok'"); v != "ok" {
 		t.Errorf("after cancel: %v", v)
+	}
+}
+
+// TestZygoteEvaluationHoldsNoChannel: a process reads its request from the
+// channel to the host itself when it is the one waiting (and from the zygote
+// otherwise), and holds no descriptor of that channel (a socket) once the
+// evaluated code runs, whichever way the request came: sequential requests,
+// and requests sent at once (the later ones queued by the zygote).
+func TestZygoteEvaluationHoldsNoChannel(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true, Pool: 1})
+	src := `import os, stat
+socks = []
+fds = []
+for fd in range(1024):
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError:
+        continue
+    fds.append(fd)
+    if stat.S_ISSOCK(mode):
+        socks.append(fd)
+`
+	check := func(name string, r *EvalReply) {
+		t.Helper()
+		if r == nil || r.Result == nil {
+			t.Fatalf("%s: no result: %+v", name, r)
+		}
+		v, err := transport.Unpickle(r.Result, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, _ := v.(transport.Dict).StringMap()
+		if socks, _ := d["socks"].([]any); len(socks) != 0 {
+			t.Errorf("%s: the evaluation holds sockets %v (descriptors %v)", name, socks, d["fds"])
+		}
+		if fds, _ := d["fds"].([]any); len(fds) < 3 {
+			t.Errorf("%s: descriptors %v: the probe saw nothing", name, fds)
+		}
+	}
+	for i := range 3 {
+		check("sequential "+strconv.Itoa(i), tz.eval(t, EvalRequest{Exec: true, Source: src}))
+	}
+	var wg sync.WaitGroup
+	reps := make([]*EvalReply, 4)
+	for i := range reps {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i], _ = tz.Eval(context.Background(), &EvalRequest{Exec: true, Source: src, Filename: "<eval:c>"}, CallOutput{})
+		}()
+	}
+	wg.Wait()
+	for i, r := range reps {
+		check("at once "+strconv.Itoa(i), r)
+	}
+}
+
+// TestZygoteCancelReadByAnotherProcess: with a pool of 2, the cancellation of a
+// running evaluation reaches the zygote while the other ready process reads
+// the channel (it hands the frame back and ends): the evaluation is killed
+// and confirmed, the zygote lives on and serves the next one.
+func TestZygoteCancelReadByAnotherProcess(t *testing.T) {
+	tz := startZygote(t, ZygoteOptions{Guard: true, Pool: 2})
+	pid := tz.cmd.Process.Pid
+	if v := tz.value(t, "1"); v != int64(1) {
+		t.Fatal(v)
+	}
+	for i := range 3 {
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			time.Sleep(300 * time.Millisecond)
+			cancel()
+		}()
+		_, err := tz.Eval(ctx, &EvalRequest{Source: "__import__('time').sleep(60)", Filename: "<eval:x>"}, CallOutput{})
+		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrCancelUnconfirmed) {
+			t.Fatalf("cancelled evaluation %d: %v", i, err)
+		}
+		if v := tz.value(t, "'ok'"); v != "ok" {
+			t.Errorf("after cancel %d: %v", i, v)
+		}
+	}
+	if !proctest.Alive(pid) {
+		t.Errorf("the zygote (pid %d) ended", pid)
+	}
+}
+
+// TestZygoteOneProcessorScheduling: on one processor (QEMU's guest has one
+// vCPU) the zygote runs under SCHED_IDLE and its processes under SCHED_BATCH
+// when RLIMIT_NICE lets them leave SCHED_IDLE (20, as the guest's init sets
+// it), both under SCHED_BATCH when it does not; on more processors nothing
+// changes. Evaluations work in each case.
+const rlimitNice = 13
+
+func TestZygoteOneProcessorScheduling(t *testing.T) {
+	for _, tool := range []string{"taskset", "prlimit"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (util-linux): %v", tool, err)
+		}
+	}
+	const (
+		other = 0
+		batch = 3
+		idle  = 5
+	)
+	policy := func(pid int) int {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+		n, err := strconv.Atoi(f[38]) // field 41: policy
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	wrap := func(prefix ...string) func(*exec.Cmd) {
+		return func(c *exec.Cmd) {
+			path, _ := exec.LookPath(prefix[0])
+			c.Args = append(append([]string{path}, prefix[1:]...), append([]string{c.Path}, c.Args[1:]...)...)
+			c.Path = path
+		}
+	}
+	for _, tc := range []struct {
+		name          string
+		before        func(*exec.Cmd)
+		zygote, child int
+	}{
+		{"one processor, RLIMIT_NICE 20", wrap("prlimit", "--nice=20:20", "taskset", "-c", "0"), idle, batch},
+		{"one processor, RLIMIT_NICE 0", wrap("prlimit", "--nice=0:0", "taskset", "-c", "0"), batch, batch},
+		{"every processor", nil, other, other},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.before == nil && runtime.NumCPU() < 2 {
+				t.Skip("this machine has one processor")
+			}
+			if tc.zygote == idle {
+				var lim syscall.Rlimit
+				if err := syscall.Getrlimit(rlimitNice, &lim); err != nil {
+					t.Fatal(err)
+				}
+				if lim.Max < 20 && exec.Command("prlimit", "--nice=20:20", "true").Run() != nil {
+					// (QEMU's guest init sets it for its programs: qemu's
+					// TestSchedulingRights.)
+					t.Skip("RLIMIT_NICE cannot be raised to 20 here (it needs CAP_SYS_RESOURCE)")
+				}
+			}
+			tz := startZygoteWith(t, ZygoteOptions{Guard: true, Pool: 1}, tc.before, nil)
+			v := tz.value(t, "(__import__('os').sched_getscheduler(0), __import__('os').getppid())")
+			tu, _ := v.(transport.Tuple)
+			if len(tu) != 2 {
+				t.Fatalf("got %v", v)
+			}
+			zpid := int(tu[1].(int64))
+			if got := int(tu[0].(int64)); got != tc.child {
+				t.Errorf("the evaluation's process runs under policy %d, want %d", got, tc.child)
+			}
+			if got := policy(zpid); got != tc.zygote {
+				t.Errorf("the zygote (pid %d) runs under policy %d, want %d", zpid, got, tc.zygote)
+			}
+		})
 	}
 }
 

@@ -296,6 +296,35 @@ print(sorted(os.listdir("/proc"))[:0], len([p for p in os.listdir("/proc") if p.
 	}
 }
 
+// TestSchedulingRights: a program in the guest has RLIMIT_NICE 20: it may
+// put a process of its own under SCHED_IDLE and bring it back to SCHED_BATCH
+// or SCHED_OTHER at nice 0 (what the eval zygote and its processes do on the
+// guest's one vCPU), and never above nice 0 or to a real-time policy.
+func TestSchedulingRights(t *testing.T) {
+	out, errOut, err := py(t, context.Background(), "", `
+import os, resource
+def attempt(f):
+    try:
+        f()
+        return "ok"
+    except OSError as e:
+        return e.strerror
+print(resource.getrlimit(resource.RLIMIT_NICE))
+print(attempt(lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))), os.sched_getscheduler(0))
+print(attempt(lambda: os.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))), os.sched_getscheduler(0))
+print(attempt(lambda: os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))), os.sched_getscheduler(0))
+print(attempt(lambda: os.setpriority(os.PRIO_PROCESS, 0, -1)), os.getpriority(os.PRIO_PROCESS, 0))
+print(attempt(lambda: os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(1))), os.sched_getscheduler(0))
+`)
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	want := "(20, 20)\nok 5\nok 3\nok 0\nPermission denied 0\nOperation not permitted 0\n"
+	if out != want {
+		t.Errorf("output\n%s\nwant\n%s", out, want)
+	}
+}
+
 // TestNoNetwork: without net= rules the VM has no network device, only its
 // own loopback.
 func TestNoNetwork(t *testing.T) {

@@ -42,7 +42,14 @@
 #                   46 ENDED   id | JSON {reason, signal, status, cpu, detail}: the process ended
 #                              without a result (a limit, a cancellation, a crash)
 #                   16 HELLO, 17 DENIAL: relayed from the forked processes
-#   child -> zygote 16, 17, 19 FATAL, 42-45 as above, and 47 SPARE (warmed up, waiting)
+#   child -> zygote 16, 17, 19 FATAL, 42-45 as above, 47 SPARE (warmed up, waiting),
+#                   48 TOOK    the EVAL payload's fixed part (to its profile) | when it was read
+#                              (u64 ns, CLOCK_MONOTONIC) | the bytes it read after the request:
+#                              the process read its request from the channel
+#                   49 BACK    flag u8 (1: the channel ended) | the bytes it read from the
+#                              channel that it does not serve (a frame, or a malformed start)
+#   zygote -> child on its own pipe: u32 length + EVAL payload (a request), or u32 0 (read the
+#                   channel: see _designate)
 
 import sys
 import posix
@@ -61,6 +68,8 @@ K_RESULT = 44
 K_EXC = 45
 K_ENDED = 46
 K_SPARE = 47
+K_TOOK = 48
+K_BACK = 49
 
 MAX_HOST_FRAME = 64 << 20
 MAX_TEXT = 64 << 10
@@ -83,9 +92,14 @@ _SCALARS = frozenset((float, bool, complex, type(None)))
 # an evaluation's process copies each page it writes to.
 PRELOAD = ('io', '_pickle', 'traceback', 'resource', 'select', 'gc', 'time')
 
-# The sources a forked process evaluates before it says it is ready (whether the
-# profile accepts them or not, they take the paths an evaluation takes).
-WARM_UP = ('0', '(x + 1) * 2 - 3 / 4 < 5 and y')
+# The sources a forked process evaluates before it says it is ready: '0', then
+# the first of the others that the profile accepts. A source the profile
+# rejects stops at the check: the rewriting, compiling, running and pickling
+# it would have warmed stay cold (the pages they write to copied, their code
+# mapped, at the evaluation; under QEMU's TCG a tenth of a millisecond each).
+WARM_UP = ('0', ('(x + 1) * 2 - 3 / 4 < 5 and y', '(x + 1) * 2 - 3 / 4', 'x'))
+# The profiles whose warm-up sources are chosen (the others get the first).
+WARM_PROFILES = 8
 
 
 def _request(profile, filename, src, names, eid=0, mode=0):
@@ -254,11 +268,18 @@ def main(fd, cfg, G, A, sb, builtins, fatal, trim, modules):
     # What each forked process runs before it says it is ready: evaluations of
     # constant sources, through the whole path, so that the pages an evaluation
     # writes to are copied before one arrives.
-    z.warm = []
+    z.warm = {}
     names = _pickle.dumps({'x': 1, 'y': 'a'}, 5)
-    for name in list(z.profiles)[:1]:
-        for src in WARM_UP:
-            z.warm.append(_request(name, '<eval:warm-up>', src, names))
+    for i, (name, prof) in enumerate(z.profiles.items()):
+        pick = WARM_UP[1][0]
+        for src in WARM_UP[1] if i < WARM_PROFILES else ():
+            try:
+                z.run(src, {'x': 1, 'y': 'a'}, prof, 'eval', '<eval:warm-up>')
+            except BaseException:
+                continue
+            pick = src
+            break
+        z.warm[name] = [_request(name, '<eval:warm-up>', src, names) for src in (WARM_UP[0], pick)]
     del setup, mods, codes, mod, G, A
 
     sys.argv = ['pysandboxes-eval']
@@ -351,12 +372,34 @@ def _zygote(z, st):
     z.lim = None      # the limits processes forked now set ahead of their request (see _child)
     z.profile = next(iter(z.profiles), None)  # the profile of the last evaluation
     z.last = None     # the limits of the last evaluation
+    z.reader = None   # the process reading the channel (see _designate), or None: the zygote
+    z.direct = True
     # One processor (a VM with one vCPU): the relay that reads the channel
     # runs only when the zygote lets it (see _release).
     try:
         z.one_cpu = len(posix.sched_getaffinity(0)) == 1
     except (AttributeError, OSError):
         z.one_cpu = False
+    # On one processor the zygote runs under SCHED_IDLE: what a process it
+    # forked writes (the TOOK of its request, its answer) is read when that
+    # process waits, not in the middle of its evaluation (each switch
+    # between two Python processes costs about a millisecond under QEMU's
+    # TCG). A woken SCHED_BATCH process does not preempt either, but the
+    # scheduler's tick gives it the processor a few milliseconds later (it
+    # slept: it is owed time); a SCHED_IDLE one waits for the running
+    # process's whole slice. Its forks go to SCHED_BATCH (see _child), which
+    # RLIMIT_NICE must allow (20, set by QEMU's guest init); else the zygote
+    # runs under SCHED_BATCH.
+    z.batch = False
+    if z.one_cpu:
+        try:
+            pol = posix.SCHED_BATCH
+            if z.resource.getrlimit(z.resource.RLIMIT_NICE)[0] >= 20:
+                pol = posix.SCHED_IDLE
+            posix.sched_setscheduler(0, pol, posix.sched_param(0))
+            z.batch = True
+        except (AttributeError, OSError, ValueError):
+            pass
     err = _spawn(z, st)
     if err is not None:
         # Forking does not work here: the host serves evaluations with fresh
@@ -401,6 +444,36 @@ def _zygote(z, st):
             _reap(z, st, c)
         _refill(z, st)
         _dispatch(z, st)
+        _designate(z)
+
+
+def _designate(z):
+    """Let a ready process read the next request from the channel itself, when
+    the zygote has nothing queued and no partial frame: the request then
+    reaches the process that evaluates it without passing through the zygote
+    (on a VM with one vCPU, each process woken on the way costs about a
+    millisecond under QEMU's TCG). While a process reads, the zygote leaves the
+    channel alone; the process reads one frame, exactly, and either reports
+    the EVAL it took (TOOK) and closes its descriptor of the channel before it
+    evaluates anything, or hands back what it read (BACK) and ends."""
+    if z.reader is not None or z.queue or z.inbuf or not z.direct:
+        return
+    for c in z.children:
+        if c.ready and c.eid == 0 and c.status is None and not c.eof and c.reason is None:
+            try:
+                posix.write(c.req, bytes(4))
+            except OSError:
+                return
+            z.reader = c
+            z.poll.unregister(z.fd)
+            return
+
+
+def _reclaim(z, c):
+    """The channel is the zygote's again (c, its reader, is done with it)."""
+    if z.reader is c:
+        z.reader = None
+        z.poll.register(z.fd, z.IN)
 
 
 def _spares(z):
@@ -479,6 +552,10 @@ def _host_input(z, st):
     if not data:
         _shutdown(z)
         raise SystemExit(0)
+    _host_bytes(z, st, data)
+
+
+def _host_bytes(z, st, data):
     buf = z.inbuf
     buf += data
     i = 0
@@ -504,11 +581,7 @@ def _host(z, st, kind, p):
         # last two evaluations when they were the same, else none (limits
         # that change from one evaluation to the next would make processes
         # set ahead unfit, each replaced by a fresh fork).
-        lim = _limits(p)
-        z.lim = lim if lim == z.last else None
-        z.last = lim
-        n = int.from_bytes(p[HEAD:HEAD + 2], 'big')
-        z.profile = p[HEAD + 2:HEAD + 2 + n].decode('utf-8', 'replace')
+        _note(z, p)
         z.queue.append(p)
         _dispatch(z, st)
     elif kind == K_CANCEL:
@@ -527,6 +600,14 @@ def _host(z, st, kind, p):
         raise SystemExit(3)
 
 
+def _note(z, p):
+    lim = _limits(p)
+    z.lim = lim if lim == z.last else None
+    z.last = lim
+    n = int.from_bytes(p[HEAD:HEAD + 2], 'big')
+    z.profile = p[HEAD + 2:HEAD + 2 + n].decode('utf-8', 'replace')
+
+
 def _dispatch(z, st):
     while z.queue:
         # A process ready, else one still warming up: it stops its warm-up
@@ -539,7 +620,7 @@ def _dispatch(z, st):
         lim = _limits(p)
         c = None
         for x in z.children:
-            if x.eid == 0 and x.status is None and not x.eof and x.reason is None:
+            if x.eid == 0 and x.status is None and not x.eof and x.reason is None and x is not z.reader:
                 if not _fits(x.lim, lim):
                     _kill(x, 'unfit')
                     continue
@@ -550,15 +631,8 @@ def _dispatch(z, st):
                     c = x
         if c is None:
             return
-        cpu, mem = lim
         z.queue.pop(0)
-        eid = int.from_bytes(p[0:8], 'big')
-        timeout = int.from_bytes(p[8:12], 'big')
-        c.eid = eid
-        c.outmax = int.from_bytes(p[24:32], 'big')
-        c.cpu = cpu
-        c.mem = mem
-        z.running[eid] = c
+        _assign(z, c, p)
         try:
             # The process sets its limits itself (a prlimit of another process
             # is refused under providers without a pid namespace).
@@ -575,12 +649,23 @@ def _dispatch(z, st):
             _kill(c, 'failed')
         # The timeout counts from the moment the process takes the evaluation:
         # now if it is ready, else when it has cut its warm-up short.
-        c.timeout = timeout
-        if timeout and c.ready:
-            c.deadline = z.monotonic() + timeout / 1000.0
+        if c.timeout and c.ready:
+            c.deadline = z.monotonic() + c.timeout / 1000.0
         # c.req stays open until the answer is relayed (_release): the
         # process waits for its end there, so that its exit does not run
         # before the answer has left.
+
+
+def _assign(z, c, p):
+    """c evaluates request p (its fixed part, at least)."""
+    cpu, mem = _limits(p)
+    eid = int.from_bytes(p[0:8], 'big')
+    c.eid = eid
+    c.outmax = int.from_bytes(p[24:32], 'big')
+    c.cpu = cpu
+    c.mem = mem
+    c.timeout = int.from_bytes(p[8:12], 'big')
+    z.running[eid] = c
 
 
 def _kill(c, reason):
@@ -635,6 +720,8 @@ def _eof(z, st, c):
 def _frames(z, st, c, data):
     c.buf += data
     limit = st.max_result + (1 << 20)
+    if c is z.reader:
+        limit = max(limit, MAX_HOST_FRAME + (1 << 17))  # what it hands back: a frame and what followed
     buf = c.buf
     i = 0
     while len(buf) - i >= 5:
@@ -671,6 +758,33 @@ def _frame(z, st, c, kind, p):
             _dispatch(z, st)
         elif c.timeout:
             c.deadline = z.monotonic() + c.timeout / 1000.0
+        return
+    if c is z.reader and (kind == K_TOOK or kind == K_BACK):
+        _reclaim(z, c)
+        if kind == K_BACK:
+            # Not a request it serves: the zygote handles what it read, and
+            # it ends (a deliberate end, not a failure).
+            c.reason = 'handed back'
+            _kill(c, 'handed back')
+            if len(p) < 1:
+                raise SystemExit(3)
+            if p[1:]:
+                _host_bytes(z, st, p[1:])
+            if p[0] == 1:
+                _shutdown(z)
+                raise SystemExit(0)
+            return
+        end = HEAD + 2 + int.from_bytes(p[HEAD:HEAD + 2], 'big') if len(p) >= HEAD + 2 else 0
+        if not end or len(p) < end + 8 or int.from_bytes(p[:8], 'big') in z.running:
+            # The request it read cannot be served: as if it had ended.
+            _give_up(z, st, 'the process reading the channel took a request it cannot serve')
+        took = int.from_bytes(p[end:end + 8], 'big') / 1e9
+        _assign(z, c, p)
+        if c.timeout:
+            c.deadline = took + c.timeout / 1000.0
+        _note(z, p[:end])
+        if len(p) > end + 8:
+            _host_bytes(z, st, p[end + 8:])  # what followed the request
         return
     if c.eid == 0:
         if kind == K_FATAL:
@@ -760,6 +874,12 @@ def _finish(z, st, c):
     status = c.status or 0
     sig = status & 0x7f
     code = (status >> 8) & 0xff if sig == 0 else 0
+    if c is z.reader:
+        # It may have taken a request off the channel that nobody will
+        # answer: the zygote cannot tell, and ends (the host fails what is in
+        # flight and starts another).
+        why = c.fatal or ('status %d' % code if sig == 0 else 'signal %d' % sig)
+        _give_up(z, st, 'the process reading the channel ended before it said what it read (%s)' % why)
     if c.eid == 0:
         if c.reason is None:
             z.failures += 1
@@ -866,21 +986,35 @@ def _self_limit(z, lim, pre=None):
 
 def _child(z, st, req, rep):
     code = 0
+    chan = -1
     try:
+        if z.batch:
+            # Out of SCHED_IDLE (see _zygote), to SCHED_BATCH: woken by its
+            # request, it does not preempt the relay that wrote it (QEMU's
+            # guest init, which would otherwise take the processor back in
+            # the middle of the evaluation to finish its turn).
+            try:
+                posix.sched_setscheduler(0, posix.SCHED_BATCH, posix.sched_param(0))
+            except OSError:
+                pass
         # The pipe to the zygote takes the channel's descriptor number: what the
-        # guard sends (its refusals) goes there too.
+        # guard sends (its refusals) goes there too. The channel itself is
+        # kept aside until a request is taken (see _designate), and closed
+        # before anything is evaluated.
+        if z.direct:
+            chan = posix.dup(z.fd)
         posix.dup2(rep, z.fd)
         posix.close(rep)
-        known = [req, rep] + list(z.fds)
+        known = [req, rep, chan] + list(z.fds)
         for c in z.children:
             known.append(c.req)
-        _close_others((z.fd, req), known)
+        _close_others((z.fd, req, chan), known)
         # Warm up, unless (or until) a request is handed over: a request
         # already waiting is served at once.
         waiting = z.select.poll()
         waiting.register(req, z.select.POLLIN | z.select.POLLHUP)
         z.poll = None
-        for p in z.warm:
+        for p in z.warm.get(z.profile) or next(iter(z.warm.values()), ()):
             if waiting.poll(0):
                 break
             try:
@@ -906,10 +1040,28 @@ def _child(z, st, req, rep):
                 z.pre = (z.profile, z.ready(z.profiles[z.profile]))
             except BaseException:
                 z.pre = None
+        # The code of the request's path that the warm-up does not run: its
+        # functions and code objects written to (their reference counts)
+        # now, not at the request (under TCG a copied page costs a tenth of
+        # a millisecond), and the checks of a request run once.
+        for f in (_take_request, _read_channel, _readx, _hand_back, _fits, _limits, _self_limit, _evaluate,
+                  _outcome):
+            f.__code__
+        _fits(pre, _limits(bytes(HEAD)))
         _send_frame(st, K_SPARE, b'')
         payload = _take_request(req)
+        took = None
+        if payload == b'' and chan >= 0:
+            payload, took, after = _read_channel(z, st, chan, req, pre)
+        if chan >= 0:
+            posix.close(chan)
+            chan = -1
         if payload is None or len(payload) < HEAD:
             posix._exit(3)
+        if took is not None:
+            n = int.from_bytes(payload[HEAD:HEAD + 2], 'big')
+            _send_frame(st, K_TOOK, payload[:HEAD + 2 + n] + took.to_bytes(8, 'big') + after)
+            del after
         _self_limit(z, _limits(payload), pre)
         _evaluate(z, st, payload)
         # The end: when the zygote has relayed the answer and closes the pipe.
@@ -925,6 +1077,84 @@ def _child(z, st, req, rep):
         code = 1
     finally:
         posix._exit(code)
+
+
+def _read_channel(z, st, chan, req, pre):
+    """The request this process reads from the channel itself, when it read
+    it (ns), and what it read after it (the start of the frames that follow,
+    which the zygote handles: usually nothing; one read, not one for the
+    length and one for the rest). A frame it does not serve (not an EVAL, or
+    limits that do not fit those set ahead, pre) is handed back to the
+    zygote with what followed it, and the process ends."""
+    sel = z.select
+    w = sel.poll()
+    w.register(chan, sel.POLLIN)
+    w.register(req, sel.POLLIN)
+    while True:
+        try:
+            evs = w.poll()
+        except InterruptedError:
+            continue
+        for fd, ev in evs:
+            if fd == req:
+                posix._exit(0)  # the zygote let it go (it writes nothing else here)
+        if evs:
+            break
+    buf = b''
+    while True:
+        try:
+            b = posix.read(chan, 1 << 16)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            x = sel.poll()
+            x.register(chan, sel.POLLIN)
+            x.poll()
+            continue
+        if not b:
+            _hand_back(st, 1, buf)
+        buf += b
+        if len(buf) < 4:
+            continue
+        n = int.from_bytes(buf[:4], 'big')
+        if n < 1 or n > MAX_HOST_FRAME:
+            _hand_back(st, 0, buf)
+        if len(buf) < 4 + n:
+            buf += _readx(sel, chan, 4 + n - len(buf))
+            if len(buf) < 4 + n:
+                _hand_back(st, 1, buf)
+        break
+    took = int(z.monotonic() * 1e9)
+    p = buf[5:4 + n]
+    if buf[4] != K_EVAL or len(p) < HEAD + 2 or not _fits(pre, _limits(p)):
+        _hand_back(st, 0, buf)
+    return p, took, buf[4 + n:]
+
+
+def _readx(sel, fd, n):
+    """n bytes of fd, fewer at its end (a descriptor shared with the zygote
+    may be non-blocking)."""
+    parts = []
+    while n > 0:
+        try:
+            b = posix.read(fd, n)
+        except InterruptedError:
+            continue
+        except BlockingIOError:
+            w = sel.poll()
+            w.register(fd, sel.POLLIN)
+            w.poll()
+            continue
+        if not b:
+            break
+        parts.append(b)
+        n -= len(b)
+    return b''.join(parts)
+
+
+def _hand_back(st, eof, data):
+    _send_frame(st, K_BACK, bytes((eof,)) + data)
+    posix._exit(0)
 
 
 def _take_request(req):

@@ -14,6 +14,7 @@ import (
 	"unsafe"
 
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+	"golang.org/x/sys/unix"
 )
 
 // guest is the init's side of the channel.
@@ -202,6 +203,37 @@ func (s *stream) toProgram(done func()) {
 	}
 }
 
+// tryWriter returns a write to f that never waits (what it cannot write now
+// it leaves), or nil when f's descriptor is blocking.
+func tryWriter(f *os.File) func([]byte) (int, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	nonblock := false
+	rc.Control(func(fd uintptr) {
+		fl, err := unix.FcntlInt(fd, unix.F_GETFL, 0)
+		nonblock = err == nil && fl&unix.O_NONBLOCK != 0
+	})
+	if !nonblock {
+		return nil
+	}
+	return func(b []byte) (int, error) {
+		var n int
+		var werr error
+		if err := rc.Write(func(fd uintptr) bool {
+			n, werr = unix.Write(int(fd), b)
+			return true
+		}); err != nil {
+			return 0, err
+		}
+		if werr != nil {
+			return 0, werr
+		}
+		return n, nil
+	}
+}
+
 // fromProgram sends what the program writes to the host.
 func (s *stream) fromProgram(done func()) {
 	defer done()
@@ -324,6 +356,11 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 		}
 		progFiles = append(progFiles, theirs)
 		s := &stream{id: fd.Stream, f: mine, flow: wire.NewFlow(g.w, fd.Stream), sock: sock}
+		if fd.Dir != wire.Out {
+			if try := tryWriter(mine); try != nil {
+				s.flow.SetTryWrite(try)
+			}
+		}
 		streams = append(streams, s)
 	}
 	specR, specW, err := os.Pipe()

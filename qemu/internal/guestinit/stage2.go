@@ -17,6 +17,9 @@ import (
 // stage2 is pid 1 of a program's namespaces: descriptor 3 brings its spec (a
 // line of JSON), then the signals for the program (a byte each), 4 is the
 // status pipe, 5... the program's descriptors 0, 1, 2...
+// rlimitNice is RLIMIT_NICE (the syscall package does not name it).
+const rlimitNice = 13
+
 func stage2() int {
 	// Capabilities, securebits and no_new_privs are the thread's: the one
 	// thread that sets them starts the program.
@@ -45,6 +48,13 @@ func stage2() int {
 	}
 	if err := stage2Root(&m); err != nil {
 		return fail(err)
+	}
+	// RLIMIT_NICE 20: the program may bring a process of its own back to
+	// nice 0 or SCHED_OTHER after lowering it (never higher than any program
+	// starts). The eval zygote runs under SCHED_IDLE on one vCPU and its
+	// processes go back to SCHED_OTHER; the default limit (0) refuses that.
+	if err := syscall.Setrlimit(rlimitNice, &syscall.Rlimit{Cur: 20, Max: 20}); err != nil {
+		return fail(fmt.Errorf("RLIMIT_NICE: %w", err))
 	}
 	if err := dropPrivileges(); err != nil {
 		return fail(err)

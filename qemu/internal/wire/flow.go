@@ -28,10 +28,25 @@ type Flow struct {
 	cond    sync.Cond
 	queue   [][]byte // received chunks (nil: the peer's EOF)
 	held    int64    // bytes received and not yet credited to the peer
+	owed    int64    // bytes written out and not yet credited
 	eof     bool     // the peer's EOF was received
 	window  int64    // bytes this side may still send
 	stopped bool
+	// busy: Receive is writing a chunk; broken: a write failed (the reader
+	// left), what comes is dropped.
+	busy, broken bool
+	// try writes a chunk without waiting (see SetTryWrite).
+	try func([]byte) (int, error)
 }
+
+// SetTryWrite lets Push write a chunk itself, with try, when nothing
+// received before it waits to be written: try must never block (it returns
+// how much it wrote; what it did not is queued for Receive, in order). A
+// chunk then reaches the reader without a hand-over to the goroutine that
+// runs Receive (on a guest with one vCPU under TCG, a wake-up and a
+// goroutine switch on the path of each request). Call it before the flow is
+// used.
+func (f *Flow) SetTryWrite(try func([]byte) (int, error)) { f.try = try }
 
 // NewFlow returns the flow of stream id, whose frames are written to w, with
 // a full window.
@@ -56,17 +71,48 @@ func (f *Flow) Push(b []byte) error {
 	case f.held+int64(len(b)) > Window:
 		err = fmt.Errorf("%w: stream %d: %d bytes held, %d more received (window %d)", ErrOverrun, f.id, f.held, len(b), Window)
 	}
+	var credit int64
 	if err != nil {
 		f.stopped = true
 		f.queue = nil
 	} else {
 		f.held += int64(len(b))
 		f.eof = b == nil
-		f.queue = append(f.queue, b)
+		if b != nil && f.try != nil && len(f.queue) == 0 && !f.busy && !f.broken && !f.stopped {
+			// Nothing received before it waits: written now, in the
+			// frame reader's goroutine (try never blocks); a failure or
+			// a part not written is left to Receive.
+			if n, werr := f.try(b); werr == nil && n > 0 {
+				n = min(n, len(b))
+				b = b[n:]
+				credit = f.wrote(int64(n))
+			}
+		}
+		if len(b) > 0 || f.eof {
+			f.queue = append(f.queue, b)
+		}
 	}
 	f.mu.Unlock()
 	f.cond.Broadcast()
+	if credit > 0 {
+		f.w.Write(Credit, f.id, U32(uint32(credit)))
+	}
 	return err
+}
+
+// wrote counts n bytes written out and returns what is now to be credited
+// to the peer (0: less than CreditBatch owed). f.mu is held.
+func (f *Flow) wrote(n int64) int64 {
+	f.owed += n
+	if f.owed < CreditBatch {
+		return 0
+	}
+	// What is credited is no longer held: the peer may send it again once
+	// the credit arrives.
+	c := f.owed
+	f.held -= c
+	f.owed = 0
+	return c
 }
 
 // Credit widens the window by n bytes (a Credit frame).
@@ -104,6 +150,7 @@ func (f *Flow) next(drain bool) (b []byte, ok bool) {
 	}
 	b = f.queue[0]
 	f.queue = f.queue[1:]
+	f.busy = b != nil
 	return b, true
 }
 
@@ -123,7 +170,6 @@ const CreditBatch = Window / 4
 // stopped; with drain, what was received before the stop is written first.
 func (f *Flow) Receive(write func([]byte) error, drain bool) (eof bool) {
 	broken := false
-	var owed int64
 	for {
 		b, ok := f.next(drain)
 		if !ok {
@@ -135,15 +181,13 @@ func (f *Flow) Receive(write func([]byte) error, drain bool) (eof bool) {
 		if !broken && write(b) != nil {
 			broken = true
 		}
-		owed += int64(len(b))
-		if owed >= CreditBatch {
-			// What is credited is no longer held: the peer may send it
-			// again once the credit arrives.
-			f.mu.Lock()
-			f.held -= owed
-			f.mu.Unlock()
-			f.w.Write(Credit, f.id, U32(uint32(owed)))
-			owed = 0
+		f.mu.Lock()
+		f.busy = false
+		f.broken = broken
+		credit := f.wrote(int64(len(b)))
+		f.mu.Unlock()
+		if credit > 0 {
+			f.w.Write(Credit, f.id, U32(uint32(credit)))
 		}
 	}
 }

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -292,5 +294,96 @@ func TestFlowBatchedCreditsNeverStall(t *testing.T) {
 	}
 	if !bytes.Equal(got.Bytes(), want) {
 		t.Fatalf("received %d bytes, not the %d sent", got.Len(), len(want))
+	}
+}
+
+// TestFlowTryWrite: with a write that never waits (here a real non-blocking
+// pipe), a chunk is written by Push itself when nothing waits before it, the
+// rest by Receive; whatever way each chunk went, the reader gets the bytes in
+// order, and every byte is counted once (credited CreditBatch at a time, the
+// rest owed).
+func TestFlowTryWrite(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	fd := int(w.Fd()) // Fd makes it blocking: set it back
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		t.Fatal(err)
+	}
+	var out frames
+	f := NewFlow(NewWriter(&out), 4)
+	f.SetTryWrite(func(b []byte) (int, error) {
+		n, err := syscall.Write(fd, b)
+		if err != nil {
+			return 0, err
+		}
+		return n, nil
+	})
+	var mu sync.Mutex
+	relayed := 0 // bytes Receive wrote
+	done := make(chan bool)
+	go func() {
+		done <- f.Receive(func(b []byte) error {
+			mu.Lock()
+			relayed += len(b)
+			mu.Unlock()
+			_, err := w.Write(b)
+			return err
+		}, false)
+	}()
+	// Small chunks while the pipe has room: all written by Push.
+	var want []byte
+	for i := range 10 {
+		b := bytes.Repeat([]byte{byte('a' + i)}, 10)
+		want = append(want, b...)
+		f.Push(b)
+	}
+	got := make([]byte, len(want))
+	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("small chunks: read %q, %v; want %q", got, err, want)
+	}
+	mu.Lock()
+	if relayed != 0 {
+		t.Errorf("Receive wrote %d bytes of chunks Push could write itself", relayed)
+	}
+	mu.Unlock()
+	// More than the pipe holds, nobody reading: the rest queues for
+	// Receive (which waits for room), in order after what Push wrote.
+	want = want[:0]
+	total := 2*CreditBatch - 100
+	for i := 0; len(want) < total; i++ {
+		b := bytes.Repeat([]byte{byte('A' + i%26)}, min(ChunkSize-i%7, total-len(want)))
+		want = append(want, b...)
+		f.Push(b)
+	}
+	got = make([]byte, len(want))
+	if _, err := io.ReadFull(r, got); err != nil || !bytes.Equal(got, want) {
+		t.Fatalf("large chunks: %d bytes read, %v; in order: %v", len(got), err, bytes.Equal(got, want))
+	}
+	mu.Lock()
+	if relayed == 0 || relayed == len(want) {
+		t.Errorf("Receive wrote %d of %d bytes: want a part (the pipe was full)", relayed, len(want))
+	}
+	mu.Unlock()
+	f.Push(nil)
+	if !<-done {
+		t.Fatal("Receive did not report the EOF")
+	}
+	var sum uint32
+	for _, fr := range out.read(t) {
+		n, err := ParseU32(fr.Payload)
+		if fr.Type != Credit || err != nil {
+			t.Fatalf("unexpected %v frame", fr.Type)
+		}
+		sum += n
+	}
+	f.mu.Lock()
+	owed, held := f.owed, f.held
+	f.mu.Unlock()
+	if int(sum)+int(owed) != 100+total || owed >= CreditBatch || held != owed {
+		t.Errorf("%d bytes credited, %d owed, %d held; want %d written in all, less than %d owed, all of it held", sum, owed, held, 100+total, CreditBatch)
 	}
 }
