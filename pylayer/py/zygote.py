@@ -453,9 +453,10 @@ def _designate(z):
     reaches the process that evaluates it without passing through the zygote
     (on a VM with one vCPU, each process woken on the way costs about a
     millisecond under QEMU's TCG). While a process reads, the zygote leaves the
-    channel alone; the process reads one frame, exactly, and either reports
-    the EVAL it took (TOOK) and closes its descriptor of the channel before it
-    evaluates anything, or hands back what it read (BACK) and ends."""
+    channel alone; the process reads one frame (and passes on whatever its
+    read got after it), and either reports the EVAL it took (TOOK) and closes
+    its descriptor of the channel before it evaluates anything, or hands back
+    what it read (BACK) and ends."""
     if z.reader is not None or z.queue or z.inbuf or not z.direct:
         return
     for c in z.children:
