@@ -47,6 +47,9 @@ func main() {
 	if err != nil {
 		fatalConsole(err)
 	}
+	// A test of the host's only, asked on the kernel's command line
+	// (rootprobe.go).
+	rootProbe()
 	if err := batchInit(); err != nil {
 		fatalConsole(err)
 	}
