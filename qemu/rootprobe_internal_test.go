@@ -25,7 +25,7 @@ const rootProbeFlag = "pysb.rootprobe"
 // rootProbeSteps are the changes the probe tries, in its order.
 var rootProbeSteps = []string{"create", "write", "append", "truncate", "open-trunc", "fallocate", "unlink", "rename",
 	"mkdir", "rmdir", "symlink", "link", "chmod", "chown", "utimes", "setxattr", "replacexattr", "removexattr",
-	"mknod-fifo", "mknod-chr"}
+	"setacl", "mknod-fifo", "mknod-chr"}
 
 // layProbeFiles lays out in dir/pass what the probe changes.
 func layProbeFiles(t *testing.T, dir string) {
@@ -157,7 +157,7 @@ func errnoName(n int) string {
 // fresh mount of the 9p tag without read-only) and tries every kind of change
 // (create, write, append, truncate, open with O_TRUNC, fallocate, unlink,
 // rename, mkdir, rmdir, symlink, link, chmod, chown, utimes, setxattr,
-// replacing and removing an attribute, mknod of a FIFO and of a device).
+// replacing and removing an attribute, setting a POSIX ACL, mknod of a FIFO and of a device).
 // Through a share exported readonly=on, QEMU refuses each with EROFS while
 // the guest's mount is writable, and the host's files are unchanged (names,
 // contents, modes, owners, links, attributes, mtimes and ctimes); through a

@@ -185,6 +185,9 @@ func tryChanges(r *probeResult, d string) {
 	r.add("setxattr", unix.Setxattr(d+"/x", "user.new", []byte("v"), 0))
 	r.add("replacexattr", unix.Setxattr(d+"/x", "user.k", []byte("changed"), unix.XATTR_REPLACE))
 	r.add("removexattr", unix.Removexattr(d+"/x", "user.k"))
+	// A POSIX ACL (version 2: the owner rwx, the group r, others r).
+	acl := []byte{2, 0, 0, 0, 1, 0, 7, 0, 0xff, 0xff, 0xff, 0xff, 4, 0, 4, 0, 0xff, 0xff, 0xff, 0xff, 0x20, 0, 4, 0, 0xff, 0xff, 0xff, 0xff}
+	r.add("setacl", unix.Setxattr(d+"/c", "system.posix_acl_access", acl, 0))
 	r.add("mknod-fifo", unix.Mknod(d+"/fifo", unix.S_IFIFO|0o644, 0))
 	r.add("mknod-chr", unix.Mknod(d+"/chr", unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))))
 }
