@@ -13,7 +13,8 @@
 // share's owner with no capability (SECBIT_NOROOT, no_new_privs), then reaps
 // its namespace and reports the program's wait status. The init relays the
 // program's descriptors (pipes and socket pairs of its own) to the host's
-// streams.
+// streams. A test of the host's may ask, on the kernel's command line, for
+// a probe of the shares by the guest's root before the hello (rootprobe.go).
 package main
 
 import (
@@ -47,6 +48,9 @@ func main() {
 	if err != nil {
 		fatalConsole(err)
 	}
+	// A test of the host's only, asked on the kernel's command line
+	// (rootprobe.go).
+	rootProbe()
 	if err := batchInit(); err != nil {
 		fatalConsole(err)
 	}
