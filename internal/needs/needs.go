@@ -77,6 +77,11 @@ type Resolver struct {
 	// does not depend on the environment and may be shared by several Resolvers.
 	// Nil means the Resolver's own.
 	Interpreters *Interpreters
+	// Writable lists the directories a sandbox may write (the policy's
+	// expose-rw= directories). A Python interpreter is asked for its directories
+	// confined (package hostprobe); where that is not possible, one beneath these
+	// directories (or otherwise not trusted) is refused rather than run.
+	Writable []string
 
 	mu       sync.Mutex
 	programs map[fileKey][]Need

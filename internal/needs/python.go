@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 )
 
 // pythonName matches the base names of CPython interpreters: python, python3,
@@ -40,8 +40,11 @@ except Exception:
 print(json.dumps(out))
 `
 
-// pythonTimeout bounds the interpreter's answer.
-const pythonTimeout = 20 * time.Second
+// pythonTimeout bounds the interpreter's answer, maxPythonAnswer its size.
+const (
+	pythonTimeout   = 20 * time.Second
+	maxPythonAnswer = 4 << 20
+)
 
 type pythonAnswer struct {
 	Paths    []string `json:"paths"`
@@ -107,18 +110,18 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, pythonTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", pythonQuery)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	out, err := cmd.Output()
+	// The interpreter may be untrusted (a binary a sandboxed program wrote into a
+	// directory its policy exposed read-write): it runs confined (package
+	// hostprobe), or only when trusted where it cannot be.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{
+		Path:      path,
+		Args:      []string{path, "-I", "-S", "-c", pythonQuery},
+		Timeout:   pythonTimeout,
+		MaxOutput: maxPythonAnswer,
+		Writable:  r.Writable,
+	})
 	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-			msg = ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		return nil, fmt.Errorf("needs: cannot ask the Python interpreter %s for its directories: %v%s", path, err, msg)
+		return nil, fmt.Errorf("needs: cannot ask the Python interpreter %s for its directories: %w", path, err)
 	}
 	var a pythonAnswer
 	if err := json.Unmarshal(out, &a); err != nil {
