@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/signal"
@@ -181,19 +180,13 @@ func requireConfined(t *testing.T) {
 	}
 }
 
-// hostileDir is a directory for the hostile program that uid 65534 may also use.
-func hostileDir(t *testing.T) string {
-	dir := t.TempDir()
-	return dir
-}
-
 // TestHostileProbeConfined: a hostile python3 probed as the needs and pylayer
 // probes run it (-I -S -c, empty environment) gets its answer out, and nothing
 // else: every write, connection, datagram, signal and ptrace is refused, with the
 // errno of the layer that refuses it.
 func TestHostileProbeConfined(t *testing.T) {
 	requireConfined(t)
-	path, check := hostile(t, hostileDir(t))
+	path, check := hostile(t, t.TempDir())
 	out, err := Run(context.Background(), Request{Path: path, Args: []string{path, "-I", "-S", "-c", "query"}})
 	check()
 	if err != nil {
@@ -227,7 +220,7 @@ func TestHostileProbeConfined(t *testing.T) {
 // program in a directory others may write is refused, naming it, the reason and
 // what to do; it never runs.
 func TestUntrustedRefusedWithoutConfinement(t *testing.T) {
-	dir := hostileDir(t)
+	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
 	path, check := hostile(t, dir)
 	_, err := run(context.Background(), Request{Path: path}, config{why: "no Landlock (test)"})
@@ -383,5 +376,3 @@ func BenchmarkProbe(b *testing.B) {
 		})
 	}
 }
-
-var _ = io.Discard

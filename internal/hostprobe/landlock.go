@@ -34,7 +34,7 @@ func landlockStage() (supervise.Stage, error) {
 		}
 	}
 	if v < minABI {
-		return supervise.Stage{}, fmt.Errorf("Landlock ABI %d (ABI %d or later scopes signals and abstract Unix sockets)", v, minABI)
+		return supervise.Stage{}, fmt.Errorf("the kernel offers Landlock ABI %d (ABI %d or later scopes signals and abstract Unix sockets)", v, minABI)
 	}
 	configs := []ll.Config{ll.V1, ll.V2, ll.V3, ll.V4, ll.V5, ll.V6, ll.V7, ll.V8, ll.V9, ll.V10, ll.V11}
 	c := configs[min(v, len(configs))-1]
