@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -355,10 +356,20 @@ func TestProbeBounds(t *testing.T) {
 }
 
 // BenchmarkProbe measures a Python probe (-I -S -c of a small query): confined,
-// and unconfined (a trusted interpreter where confinement is not available).
+// unconfined (a trusted interpreter where confinement is not available: the
+// supervisor without stages), and a bare exec.Command (how the probes ran before).
 func BenchmarkProbe(b *testing.B) {
 	py := interpreters(b)[0]
 	req := Request{Path: py, Args: []string{py, "-I", "-S", "-c", "import sys, sysconfig, json; print(json.dumps(sysconfig.get_paths()))"}}
+	b.Run("bare", func(b *testing.B) {
+		for b.Loop() {
+			cmd := exec.Command(py, req.Args[1:]...)
+			cmd.Env, cmd.Dir = []string{}, "/"
+			if _, err := cmd.Output(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, bc := range []struct {
 		name string
 		c    func() config
