@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // TestMain turns the test binary into a hostile "python3" when started under
@@ -145,5 +146,13 @@ func TestRealPythonsProbedConfined(t *testing.T) {
 	}
 	if n == 0 {
 		t.Skip("no Python interpreter found")
+	}
+}
+
+// TestWritableOf: only the expose-rw= directories are writable by the sandbox.
+func TestWritableOf(t *testing.T) {
+	got := WritableOf([]policy.Expose{{Path: "/usr", Mode: policy.ReadOnly}, {Path: "/srv/app", Mode: policy.ReadWrite}})
+	if len(got) != 1 || got[0] != "/srv/app" {
+		t.Errorf("got %v", got)
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
 	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // pythonName matches the base names of CPython interpreters: python, python3,
@@ -333,4 +334,16 @@ func storePythonInfo(k fileKey, info *pythonInfo) {
 		return
 	}
 	_ = diskcache.Write(dir, diskName(k), data)
+}
+
+// WritableOf returns the directories of the expose-rw= rules among exposes:
+// what a Resolver's Writable holds for a sandbox of that policy.
+func WritableOf(exposes []policy.Expose) []string {
+	var out []string
+	for _, e := range exposes {
+		if e.Mode == policy.ReadWrite {
+			out = append(out, e.Path)
+		}
+	}
+	return out
 }
