@@ -44,7 +44,8 @@ const (
 // src runs.
 //
 // Each call starts one short-lived interpreter (-I -S, an empty environment, 1 GiB
-// of address space): about the start of the interpreter plus a millisecond; the
+// of address space), confined read-only by package internal/hostprobe (the
+// interpreter named may be untrusted): about the start of the interpreter plus a millisecond; the
 // guard module is compiled once per interpreter and kept in the per-user cache. A
 // Checker keeps the compiled module in memory as well.
 //
