@@ -333,7 +333,8 @@ print(json.dumps({"v": list(sys.version_info[:2]), "stdlib": sysconfig.get_paths
 }
 
 // TestProbeBounds: more output than allowed, a failing program and a deadline are
-// errors that say so; a deadline kills the program.
+// errors that say so; a deadline kills the program, and a probe's end its whole
+// process tree.
 func TestProbeBounds(t *testing.T) {
 	requireConfined(t)
 	_, err := Run(context.Background(), Request{Path: "/usr/bin/head", Args: []string{"head", "-c", "100000", "/dev/zero"}, MaxOutput: 1000})
@@ -348,6 +349,17 @@ func TestProbeBounds(t *testing.T) {
 	_, err = Run(context.Background(), Request{Path: "/bin/sleep", Args: []string{"sleep", "30"}, Timeout: 300 * time.Millisecond})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("deadline: %v", err)
+	}
+	// A descendant left behind is killed with the probe.
+	out, err := Run(context.Background(), Request{Path: "/bin/sh", Args: []string{"sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"}})
+	if err != nil {
+		t.Fatalf("background child: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	if pid <= 0 {
+		t.Fatalf("background child: answered %q", out)
+	} else if err := syscall.Kill(pid, 0); err != syscall.ESRCH {
+		t.Errorf("the probe's child %d outlived it: kill(0) gave %v", pid, err)
 	}
 	_, err = Run(context.Background(), Request{Path: "python3"})
 	if err == nil || !strings.Contains(err.Error(), "not an absolute path") {
