@@ -241,7 +241,7 @@ func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 	}
 	var info InterpInfo
 	if err := json.Unmarshal(out, &info); err != nil || info.Version[0] == 0 || len(info.Opcodes) != 2 {
-		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out)
+		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out[:min(len(out), 256)])
 	}
 	if derr == nil {
 		_ = diskcache.Write(dir, name, out)

@@ -126,7 +126,7 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	}
 	var a pythonAnswer
 	if err := json.Unmarshal(out, &a); err != nil {
-		return nil, fmt.Errorf("needs: the Python interpreter %s answered %q: %v", path, out, err)
+		return nil, fmt.Errorf("needs: the Python interpreter %s answered %q: %v", path, out[:min(len(out), 256)], err)
 	}
 	// A resolver without environment: the answer is shared by every environment.
 	w := &walker{r: &Resolver{}, ctx: ctx, seen: map[string]bool{}, out: map[string]Need{}}
