@@ -1,23 +1,23 @@
 package evalguard
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 )
 
 // Mode is how a source is parsed: an expression (Eval) or statements (Exec).
@@ -44,7 +44,8 @@ const (
 // src runs.
 //
 // Each call starts one short-lived interpreter (-I -S, an empty environment, 1 GiB
-// of address space): about the start of the interpreter plus a millisecond; the
+// of address space), confined read-only by package internal/hostprobe (the
+// interpreter named may be untrusted): about the start of the interpreter plus a millisecond; the
 // guard module is compiled once per interpreter and kept in the per-user cache. A
 // Checker keeps the compiled module in memory as well.
 //
@@ -94,33 +95,19 @@ func (c *Checker) Check(ctx context.Context, p *Profile, src string, mode Mode) 
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, c.python, "-I", "-S", "-c", checkDriver)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader(data)
-	var stderr bytes.Buffer
-	cmd.Stderr = &limitedWriter{w: &stderr, n: 64 << 10}
-	stdout, err := cmd.StdoutPipe()
+	// The checker runs confined (package hostprobe): the interpreter may be
+	// untrusted, and what it parses is.
+	python, err := lookPath(c.python)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("evalguard: the checker %s: %w", c.python, err)
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("evalguard: starting the checker %s: %w", c.python, err)
-	}
-	out, rerr := io.ReadAll(io.LimitReader(stdout, maxVerdict+1))
-	if len(out) > maxVerdict {
-		_ = cmd.Process.Kill()
-	}
-	werr := cmd.Wait()
-	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("evalguard: check: %w", ctx.Err())
-	case len(out) > maxVerdict:
-		return nil, fmt.Errorf("evalguard: the checker answered more than %d bytes", maxVerdict)
-	case rerr != nil:
-		return nil, fmt.Errorf("evalguard: reading the checker: %w", rerr)
-	case werr != nil:
-		return nil, fmt.Errorf("evalguard: the checker %s failed: %w: %s", c.python, werr, strings.TrimSpace(stderr.String()))
+	out, err := hostprobe.Run(ctx, hostprobe.Request{Path: python, Args: []string{python, "-I", "-S", "-c", checkDriver},
+		Stdin: data, Timeout: checkTimeout, MaxOutput: maxVerdict})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("evalguard: check: %w", ctx.Err())
+		}
+		return nil, fmt.Errorf("evalguard: the checker %s failed: %w", c.python, err)
 	}
 	var res struct {
 		Violations []struct {
@@ -221,11 +208,8 @@ func compiledModule(ctx context.Context, python string) []byte {
 			return data
 		}
 	}
-	cmd := exec.CommandContext(ctx, real, "-I", "-S", "-c", compileModule)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stdin = strings.NewReader(src)
-	out, err := cmd.Output()
+	out, err := hostprobe.Run(ctx, hostprobe.Request{Path: real, Args: []string{real, "-I", "-S", "-c", compileModule},
+		Stdin: []byte(src), Timeout: checkTimeout, MaxOutput: 8 << 20})
 	if err != nil || len(out) == 0 {
 		return nil
 	}
@@ -235,17 +219,15 @@ func compiledModule(ctx context.Context, python string) []byte {
 	return out
 }
 
-// limitedWriter keeps the first n bytes written to it.
-type limitedWriter struct {
-	w io.Writer
-	n int
-}
+// checkTimeout bounds one run of the checker's interpreter (the caller's context
+// may end it sooner).
+const checkTimeout = 60 * time.Second
 
-func (l *limitedWriter) Write(p []byte) (int, error) {
-	if l.n > 0 {
-		k := min(len(p), l.n)
-		l.w.Write(p[:k])
-		l.n -= k
+// lookPath returns python as an absolute path, looked up on PATH when it is a
+// bare name.
+func lookPath(python string) (string, error) {
+	if !strings.Contains(python, "/") {
+		return exec.LookPath(python)
 	}
-	return len(p), nil
+	return filepath.Abs(python)
 }

@@ -1,19 +1,18 @@
 package pylayer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
 	"io/fs"
-	"os/exec"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/evalguard"
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 	"github.com/pysandboxes/pysandboxes/internal/pyjson"
 )
 
@@ -127,15 +126,9 @@ func makeGuardCode(ctx context.Context, in *Interpreter) *codeBlob {
 	if derr != nil {
 		return fallback
 	}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, in.Path, "-I", "-S", "-c", compileScript)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader(srcBytes)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// Confined (package hostprobe): the interpreter may be untrusted.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{Path: in.Path, Args: []string{in.Path, "-I", "-S", "-c", compileScript},
+		Stdin: srcBytes, Timeout: 60 * time.Second, MaxOutput: 16 << 20})
 	if err != nil || len(out) == 0 {
 		return fallback
 	}

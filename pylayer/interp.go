@@ -1,7 +1,6 @@
 package pylayer
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"debug/elf"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 	"github.com/pysandboxes/pysandboxes/internal/shim"
 )
 
@@ -176,21 +176,41 @@ func fileKey(path string) (string, error) {
 }
 
 func askExecutable(ctx context.Context, shim string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, shim, "-c", "import sys; print(sys.executable)")
-	cmd.Dir = "/"
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// The shim may be untrusted (planted where a sandbox could write): it runs
+	// confined (package hostprobe), with only the variables a version manager
+	// reads to choose the interpreter.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{
+		Path:      shim,
+		Args:      []string{shim, "-c", "import sys; print(sys.executable)"},
+		Env:       shimEnv(os.Environ()),
+		Timeout:   30 * time.Second,
+		MaxOutput: 64 << 10,
+	})
 	if err != nil {
-		return "", fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
+		return "", err
 	}
 	exe := strings.TrimSpace(string(out))
 	if !filepath.IsAbs(exe) {
 		return "", fmt.Errorf("it answered sys.executable=%q", exe)
 	}
 	return exe, nil
+}
+
+// shimEnv keeps of env what a version manager's shim reads to choose the
+// interpreter: PATH, HOME, the locale and the managers' own variables (no
+// credential or other secret of the host's environment).
+func shimEnv(env []string) []string {
+	var out []string
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		switch {
+		case k == "PATH", k == "HOME", k == "USER", k == "LANG", k == "VIRTUAL_ENV", k == "CONDA_PREFIX",
+			strings.HasPrefix(k, "LC_"), strings.HasPrefix(k, "PYENV_"), strings.HasPrefix(k, "ASDF_"),
+			strings.HasPrefix(k, "MISE_"), strings.HasPrefix(k, "RTX_"):
+			out = append(out, kv)
+		}
+	}
+	return out
 }
 
 // interpInfo asks the interpreter about itself, or reads the answer cached on disk
@@ -207,20 +227,21 @@ func interpInfo(ctx context.Context, real, key string) (*InterpInfo, error) {
 			}
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, real, "-I", "-c", infoQuery)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	// The interpreter may be untrusted (a binary a sandboxed program wrote into a
+	// directory its policy exposed read-write): it runs confined (package
+	// hostprobe), or only when trusted where it cannot be.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{
+		Path:      real,
+		Args:      []string{real, "-I", "-c", infoQuery},
+		Timeout:   30 * time.Second,
+		MaxOutput: 1 << 20,
+	})
 	if err != nil {
-		return nil, fmt.Errorf("pylayer: cannot ask the Python interpreter %s about itself: %v: %s", real, err, strings.TrimSpace(stderr.String()))
+		return nil, fmt.Errorf("pylayer: cannot ask the Python interpreter %s about itself: %w", real, err)
 	}
 	var info InterpInfo
 	if err := json.Unmarshal(out, &info); err != nil || info.Version[0] == 0 || len(info.Opcodes) != 2 {
-		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out)
+		return nil, fmt.Errorf("pylayer: the Python interpreter %s answered %q", real, out[:min(len(out), 256)])
 	}
 	if derr == nil {
 		_ = diskcache.Write(dir, name, out)

@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 	"github.com/pysandboxes/pysandboxes/transport"
 )
 
@@ -594,13 +594,9 @@ func CompileModules(ctx context.Context, in *Interpreter, srcs map[string]string
 	if data, err := diskcache.Read(dir, name, 64<<20); err == nil && len(data) > 0 {
 		return data, nil
 	}
-	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(cctx, in.Path, "-I", "-S", "-c", compileScript)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	cmd.Stdin = bytes.NewReader(srcBytes)
-	out, err := cmd.Output()
+	// Confined (package hostprobe): the interpreter may be untrusted.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{Path: in.Path, Args: []string{in.Path, "-I", "-S", "-c", compileScript},
+		Stdin: srcBytes, Timeout: 60 * time.Second, MaxOutput: 64 << 20})
 	if err != nil || len(out) == 0 {
 		return srcBytes, nil
 	}

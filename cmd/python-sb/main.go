@@ -27,12 +27,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/buildinfo"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
 	"github.com/pysandboxes/pysandboxes/internal/pysb"
 	"github.com/pysandboxes/pysandboxes/policy"
 	"github.com/pysandboxes/pysandboxes/pylayer"
@@ -79,12 +79,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "python-sb:", err)
 			return ExitConfig
 		}
-		cmd := exec.Command(in.Path, inv.PythonArgs()...)
-		cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
-		if err := cmd.Run(); err != nil {
-			var ee *exec.ExitError
-			if errors.As(err, &ee) {
-				return ee.ExitCode()
+		// Run confined (package hostprobe), like every program the host asks
+		// about itself: the interpreter may be untrusted.
+		out, err := hostprobe.Run(ctx, hostprobe.Request{Path: in.Path, Args: append([]string{in.Path}, inv.PythonArgs()...)})
+		stdout.Write(out)
+		if err != nil {
+			var ee *hostprobe.ExitError
+			if errors.As(err, &ee) && ee.Status.Exited() {
+				if ee.Stderr != "" {
+					fmt.Fprintln(stderr, ee.Stderr)
+				}
+				return ee.Status.ExitStatus()
 			}
 			fmt.Fprintln(stderr, "python-sb:", err)
 			return ExitConfig

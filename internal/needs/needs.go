@@ -5,7 +5,8 @@
 // /etc/ld.so.cache; for a "#!" script its interpreter (and the command of
 // "#!/usr/bin/env NAME", looked up on PATH), recursively; for a Python interpreter
 // its standard library and site directories (asked once to the interpreter itself,
-// which is the host's trusted interpreter and runs unconfined), the shared
+// confined by package hostprobe: the interpreter may be a binary a sandboxed
+// program planted), the shared
 // libraries of the extension modules found there, and the targets of the symbolic
 // links those directories hold.
 //
@@ -77,6 +78,11 @@ type Resolver struct {
 	// does not depend on the environment and may be shared by several Resolvers.
 	// Nil means the Resolver's own.
 	Interpreters *Interpreters
+	// Writable lists the directories a sandbox may write (the policy's
+	// expose-rw= directories). A Python interpreter is asked for its directories
+	// confined (package hostprobe); where that is not possible, one beneath these
+	// directories (or otherwise not trusted) is refused rather than run.
+	Writable []string
 
 	mu       sync.Mutex
 	programs map[fileKey][]Need

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +15,8 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/diskcache"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // pythonName matches the base names of CPython interpreters: python, python3,
@@ -40,8 +41,11 @@ except Exception:
 print(json.dumps(out))
 `
 
-// pythonTimeout bounds the interpreter's answer.
-const pythonTimeout = 20 * time.Second
+// pythonTimeout bounds the interpreter's answer, maxPythonAnswer its size.
+const (
+	pythonTimeout   = 20 * time.Second
+	maxPythonAnswer = 4 << 20
+)
 
 type pythonAnswer struct {
 	Paths    []string `json:"paths"`
@@ -107,22 +111,22 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	ctx, cancel := context.WithTimeout(ctx, pythonTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "-I", "-S", "-c", pythonQuery)
-	cmd.Env = []string{}
-	cmd.Dir = "/"
-	out, err := cmd.Output()
+	// The interpreter may be untrusted (a binary a sandboxed program wrote into a
+	// directory its policy exposed read-write): it runs confined (package
+	// hostprobe), or only when trusted where it cannot be.
+	out, err := hostprobe.Run(ctx, hostprobe.Request{
+		Path:      path,
+		Args:      []string{path, "-I", "-S", "-c", pythonQuery},
+		Timeout:   pythonTimeout,
+		MaxOutput: maxPythonAnswer,
+		Writable:  r.Writable,
+	})
 	if err != nil {
-		msg := ""
-		if ee, ok := err.(*exec.ExitError); ok && len(ee.Stderr) > 0 {
-			msg = ": " + strings.TrimSpace(string(ee.Stderr))
-		}
-		return nil, fmt.Errorf("needs: cannot ask the Python interpreter %s for its directories: %v%s", path, err, msg)
+		return nil, fmt.Errorf("needs: cannot ask the Python interpreter %s for its directories: %w", path, err)
 	}
 	var a pythonAnswer
 	if err := json.Unmarshal(out, &a); err != nil {
-		return nil, fmt.Errorf("needs: the Python interpreter %s answered %q: %v", path, out, err)
+		return nil, fmt.Errorf("needs: the Python interpreter %s answered %q: %v", path, out[:min(len(out), 256)], err)
 	}
 	// A resolver without environment: the answer is shared by every environment.
 	w := &walker{r: &Resolver{}, ctx: ctx, seen: map[string]bool{}, out: map[string]Need{}}
@@ -330,4 +334,16 @@ func storePythonInfo(k fileKey, info *pythonInfo) {
 		return
 	}
 	_ = diskcache.Write(dir, diskName(k), data)
+}
+
+// WritableOf returns the directories of the expose-rw= rules among exposes:
+// what a Resolver's Writable holds for a sandbox of that policy.
+func WritableOf(exposes []policy.Expose) []string {
+	var out []string
+	for _, e := range exposes {
+		if e.Mode == policy.ReadWrite {
+			out = append(out, e.Path)
+		}
+	}
+	return out
 }
