@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -16,164 +14,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe/hostiletest"
 	"golang.org/x/sys/unix"
 )
 
 // TestMain turns the test binary into the hostile "python3" when it is started
-// under that name (a copy made by hostile below).
+// under that name (see hostiletest).
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "python3" {
-		os.Exit(hostileMain())
+	if hostiletest.Is() {
+		os.Exit(hostiletest.Main())
 	}
 	os.Exit(m.Run())
 }
 
-// hostileConf is what the hostile program attacks, read from hostile.json next to
-// it (its environment is empty).
-type hostileConf struct {
-	Marker   string `json:"marker"`
-	TCP      string `json:"tcp"`
-	UDP      string `json:"udp"`
-	Unix     string `json:"unix"`
-	Abstract string `json:"abstract"`
-	PID      int    `json:"pid"`
-}
+// hostileAnswer is what the hostile program answers besides its results.
+var hostileAnswer = map[string]any{"version": []int{3, 12, 1}}
 
-// hostileMain tries to write, connect, send and signal, then prints a plausible
-// answer with what each attempt got.
-func hostileMain() int {
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(os.Args[0]), "hostile.json"))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 3
-	}
-	var c hostileConf
-	if err := json.Unmarshal(data, &c); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 3
-	}
-	res := map[string]string{}
-	res["write"] = errName(os.WriteFile(c.Marker, []byte("ran outside the sandbox"), 0o644))
-	res["write_tmp"] = errName(os.WriteFile(filepath.Join(os.TempDir(), "hostprobe-hostile-"+strconv.Itoa(os.Getpid())), nil, 0o644))
-	res["mkdir"] = errName(os.Mkdir(c.Marker+".d", 0o755))
-	dial := func(network, addr string) string {
-		conn, err := net.DialTimeout(network, addr, 2*time.Second)
-		if err == nil {
-			_, err = conn.Write([]byte("escaped"))
-			conn.Close()
-		}
-		return errName(err)
-	}
-	res["tcp"] = dial("tcp", c.TCP)
-	res["udp"] = dial("udp", c.UDP)
-	res["unix"] = dial("unix", c.Unix)
-	res["abstract"] = dial("unix", "@"+c.Abstract)
-	res["kill"] = errName(syscall.Kill(c.PID, syscall.SIGUSR1))
-	res["ptrace"] = errName(unix.PtraceAttach(c.PID))
-	out, _ := json.Marshal(map[string]any{"version": []int{3, 12, 1}, "results": res})
-	fmt.Println(string(out))
-	return 0
-}
-
-// errName names the errno of err ("ok" for nil).
-func errName(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	var errno syscall.Errno
-	if errors.As(err, &errno) {
-		return unix.ErrnoName(errno)
-	}
-	return err.Error()
-}
-
-// hostile copies the test binary as dir/python3, with its targets: a TCP, a UDP
-// and a Unix listener of the test, an abstract Unix socket, the marker it must
-// not write and the test's pid. check asserts that none of them was reached.
-func hostile(t *testing.T, dir string) (path string, check func()) {
-	t.Helper()
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	path = filepath.Join(dir, "python3")
-	if err := os.WriteFile(path, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	tcp, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	udp, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sock := filepath.Join(dir, "s")
-	ux, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	os.Chmod(sock, 0o777)
-	abstract := fmt.Sprintf("pysandboxes-hostprobe-%d-%d", os.Getpid(), time.Now().UnixNano())
-	ab, err := net.Listen("unix", "@"+abstract)
-	if err != nil {
-		t.Fatal(err)
-	}
-	reached := make(chan string, 8)
-	for name, l := range map[string]net.Listener{"tcp": tcp, "unix": ux, "abstract": ab} {
-		go func() {
-			if c, err := l.Accept(); err == nil {
-				c.Close()
-				reached <- name
-			}
-		}()
-	}
-	go func() {
-		buf := make([]byte, 64)
-		if _, _, err := udp.ReadFrom(buf); err == nil {
-			reached <- "udp"
-		}
-	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR1)
-	marker := filepath.Join(dir, "marker")
-	conf, _ := json.Marshal(hostileConf{Marker: marker, TCP: tcp.Addr().String(), UDP: udp.LocalAddr().String(),
-		Unix: sock, Abstract: abstract, PID: os.Getpid()})
-	if err := os.WriteFile(filepath.Join(dir, "hostile.json"), conf, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	check = func() {
-		t.Helper()
-		// Give a connection or a signal that did get through the time to arrive
-		// (the attempts all ended before the probe did).
-		time.Sleep(100 * time.Millisecond)
-		signal.Stop(sigs)
-		tcp.Close()
-		udp.Close()
-		ux.Close()
-		ab.Close()
-		for _, p := range []string{marker, marker + ".d"} {
-			if _, err := os.Lstat(p); err == nil {
-				t.Errorf("the probe wrote %s", p)
-			}
-		}
-		select {
-		case s := <-sigs:
-			t.Errorf("the probe signalled the host: %v", s)
-		default:
-		}
-		close(reached)
-		for name := range reached {
-			t.Errorf("the probe reached the test's %s listener", name)
-		}
-	}
-	return path, check
-}
-
+// requireConfined skips where probes run unconfined (no Landlock, or a build
+// without cgo), saying why.
 func requireConfined(t *testing.T) {
 	t.Helper()
 	if ok, why := Confined(); !ok {
@@ -187,7 +45,7 @@ func requireConfined(t *testing.T) {
 // errno of the layer that refuses it.
 func TestHostileProbeConfined(t *testing.T) {
 	requireConfined(t)
-	path, check := hostile(t, t.TempDir())
+	path, check := hostiletest.Plant(t, t.TempDir(), hostileAnswer)
 	out, err := Run(context.Background(), Request{Path: path, Args: []string{path, "-I", "-S", "-c", "query"}})
 	check()
 	if err != nil {
@@ -223,7 +81,7 @@ func TestHostileProbeConfined(t *testing.T) {
 func TestUntrustedRefusedWithoutConfinement(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
-	path, check := hostile(t, dir)
+	path, check := hostiletest.Plant(t, dir, hostileAnswer)
 	_, err := run(context.Background(), Request{Path: path}, config{why: "no Landlock (test)"})
 	check()
 	var ue *UntrustedError

@@ -2,51 +2,24 @@ package needs
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/hostprobe"
+	"github.com/pysandboxes/pysandboxes/internal/hostprobe/hostiletest"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // TestMain turns the test binary into a hostile "python3" when started under
 // that name (see TestHostilePythonProbedConfined).
 func TestMain(m *testing.M) {
-	if filepath.Base(os.Args[0]) == "python3" {
-		os.Exit(hostilePython())
+	if hostiletest.Is() {
+		os.Exit(hostiletest.Main())
 	}
 	os.Exit(m.Run())
-}
-
-// hostilePython reads its targets from hostile.json next to it, tries to write
-// the marker, connect to the test's TCP listener and signal the test, then
-// answers like an interpreter whose directory is /usr/lib.
-func hostilePython() int {
-	var c struct {
-		Marker, TCP string
-		PID         int
-	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(os.Args[0]), "hostile.json"))
-	if err != nil || json.Unmarshal(data, &c) != nil {
-		return 3
-	}
-	os.WriteFile(c.Marker, []byte("ran on the host"), 0o644)
-	if conn, err := net.DialTimeout("tcp", c.TCP, 2*time.Second); err == nil {
-		conn.Write([]byte("escaped"))
-		conn.Close()
-	}
-	syscall.Kill(c.PID, syscall.SIGUSR1)
-	fmt.Println(`{"paths": ["/usr/lib"], "prefixes": ["/usr"], "sys_path": [], "site": []}`)
-	return 0
 }
 
 // TestHostilePythonProbedConfined: an ELF binary named python3 planted in a
@@ -57,36 +30,8 @@ func hostilePython() int {
 func TestHostilePythonProbedConfined(t *testing.T) {
 	dir := t.TempDir()
 	os.Chmod(dir, 0o777)
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	py := filepath.Join(dir, "python3")
-	if err := os.WriteFile(py, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	reached := make(chan bool, 1)
-	go func() {
-		if c, err := l.Accept(); err == nil {
-			c.Close()
-			reached <- true
-		}
-	}()
-	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, syscall.SIGUSR1)
-	defer signal.Stop(sigs)
-	marker := filepath.Join(dir, "marker")
-	conf, _ := json.Marshal(map[string]any{"Marker": marker, "TCP": l.Addr().String(), "PID": os.Getpid()})
-	os.WriteFile(filepath.Join(dir, "hostile.json"), conf, 0o644)
+	py, check := hostiletest.Plant(t, dir, map[string]any{"paths": []string{"/usr/lib"}, "prefixes": []string{"/usr"},
+		"sys_path": []string{}, "site": []string{}})
 
 	var r Resolver
 	info, err := r.askPython(context.Background(), py)
@@ -105,17 +50,7 @@ func TestHostilePythonProbedConfined(t *testing.T) {
 	case !errors.Is(err, hostprobe.ErrUntrusted):
 		t.Fatalf("without confinement (%s): got %v, want a refusal", why, err)
 	}
-	time.Sleep(100 * time.Millisecond) // what got through has arrived by now
-	if _, err := os.Lstat(marker); err == nil {
-		t.Error("the interpreter wrote its marker on the host")
-	}
-	select {
-	case <-reached:
-		t.Error("the interpreter connected to the test's listener")
-	case s := <-sigs:
-		t.Errorf("the interpreter signalled the test: %v", s)
-	default:
-	}
+	check()
 }
 
 // TestRealPythonsProbedConfined: the real interpreters are still asked (not the
