@@ -1108,9 +1108,7 @@ def _read_channel(z, st, chan, req, pre):
         except InterruptedError:
             continue
         except BlockingIOError:
-            x = sel.poll()
-            x.register(chan, sel.POLLIN)
-            x.poll()
+            _wait_in(sel, chan)
             continue
         if not b:
             _hand_back(st, 1, buf)
@@ -1142,15 +1140,20 @@ def _readx(sel, fd, n):
         except InterruptedError:
             continue
         except BlockingIOError:
-            w = sel.poll()
-            w.register(fd, sel.POLLIN)
-            w.poll()
+            _wait_in(sel, fd)
             continue
         if not b:
             break
         parts.append(b)
         n -= len(b)
     return b''.join(parts)
+
+
+def _wait_in(sel, fd):
+    """Wait until fd (non-blocking, shared with the zygote) can be read."""
+    w = sel.poll()
+    w.register(fd, sel.POLLIN)
+    w.poll()
 
 
 def _hand_back(st, eof, data):
