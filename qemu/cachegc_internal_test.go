@@ -187,7 +187,7 @@ func TestMirrorLocked(t *testing.T) {
 		os.WriteFile(p, []byte(n), 0o644)
 		ns = append(ns, needs.Need{Path: p})
 	}
-	dir, lock, err := mirrorFiles(c.cache, ns)
+	dir, lock, err := mirrorFiles(c.cache, ns, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +195,7 @@ func TestMirrorLocked(t *testing.T) {
 		t.Fatalf("the mirror's file: %q, %v", b, err)
 	}
 	// Found again, under another lock.
-	again, lock2, err := mirrorFiles(c.cache, ns)
+	again, lock2, err := mirrorFiles(c.cache, ns, nil)
 	if err != nil || again != dir {
 		t.Fatalf("not found again: %s, %v", again, err)
 	}
@@ -268,7 +268,7 @@ func TestMirrorLocked(t *testing.T) {
 	}
 	// mirrorFiles makes it again after a clean-up deleted it.
 	os.RemoveAll(again)
-	if dir3, lock3, err := mirrorFiles(c.cache, ns); err != nil || dir3 != dir {
+	if dir3, lock3, err := mirrorFiles(c.cache, ns, nil); err != nil || dir3 != dir {
 		t.Errorf("made again: %s, %v", dir3, err)
 	} else {
 		lock3.Close()

@@ -133,8 +133,23 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 			links["/"+name] = t
 		}
 	}
+	// The links the mirror brings: those on the way to its files and in
+	// their directories (not the top-level ones of a merged /usr, nor a link
+	// inside a share, which is the share's own).
+	isFile := map[string]bool{}
+	for _, f := range files {
+		isFile[f.Path] = true
+	}
+	mlinks := map[string]string{}
 	if len(files) > 0 {
-		mirror, lock, err := mirrorFiles(cache, files)
+		for l, t := range links {
+			if !p.under(l) && !isFile[l] && filepath.Dir(l) != "/" {
+				mlinks[l] = t
+			}
+		}
+	}
+	if len(files) > 0 {
+		mirror, lock, err := mirrorFiles(cache, files, mlinks)
 		if err != nil {
 			return nil, err
 		}
@@ -144,27 +159,46 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		ops = append(ops, wire.Op{Op: wire.OpShare, Path: "/.s/files", Tag: tag, RO: true})
 		for _, f := range files {
 			p.files[f.Path] = true
-			ops = append(ops, wire.Op{Op: wire.OpBind, Path: f.Path, Src: "/.s/files" + f.Path})
 		}
 	}
-	// The links (a link inside a share is the share's own).
+	// The other links (a link inside a share is the share's own).
 	var names []string
 	for l := range links {
 		names = append(names, l)
 	}
 	sort.Strings(names)
 	for _, l := range names {
-		if !p.under(l) && !p.files[l] {
+		if !p.under(l) && !p.files[l] && mlinks[l] == "" {
 			ops = append(ops, wire.Op{Op: wire.OpSymlink, Path: l, Src: links[l]})
 		}
 	}
-	// Symbolic links first: a share or a file may lie beyond one.
-	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op == wire.OpSymlink && ops[j].Op != wire.OpSymlink })
+	var net []wire.Op
 	for _, f := range netFiles {
 		if !p.under(f.Path) {
-			ops = append(ops, f)
+			net = append(net, f)
 		}
 	}
+	// The mirror's entries: each of its directories that holds nothing else
+	// of the plan is shown by one bind of the mirror's directory (a mount is
+	// a walk of 9p in the guest: a bind per file cost about 2 ms each under
+	// TCG); the others are bound file by file, or made as links. Either way
+	// the programs see exactly the mirror's entries there. (The masks of
+	// ignore= lie in shares, which are blockers already.) Nothing under
+	// /tmp, /proc or /dev is bound whole.
+	if len(files) > 0 {
+		// The guest's init mounts /proc, /dev and /tmp of the programs' root
+		// itself (per program).
+		blockers := []string{"/proc", "/dev", "/tmp"}
+		for _, op := range append(slices.Clone(ops), net...) {
+			if !strings.HasPrefix(op.Path, "/.s/") {
+				blockers = append(blockers, op.Path)
+			}
+		}
+		ops = append(ops, mirrorBinds(files, mlinks, blockers)...)
+	}
+	// Symbolic links first: a share or a file may lie beyond one.
+	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op == wire.OpSymlink && ops[j].Op != wire.OpSymlink })
+	ops = append(ops, net...)
 	// ignore=: what the exposed directories hold now under an ignored name.
 	masks, err := ignoredPaths(ctx, exposes, ignores)
 	if err != nil {
@@ -176,6 +210,56 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	}
 	p.ops = ops
 	return p, nil
+}
+
+// mirrorBinds are the operations that show the mirror's files and links at
+// their paths: the highest directory of each that no other operation of
+// the plan touches (blockers: nothing of the plan lies in it, and it lies in
+// nothing of the plan) is bound whole from the mirror; entries with no such
+// directory are bound (files) or made (links) one by one.
+func mirrorBinds(files []needs.Need, links map[string]string, blockers []string) []wire.Op {
+	free := func(dir string) bool {
+		for _, b := range blockers {
+			if within(b, dir) || within(dir, b) {
+				return false
+			}
+		}
+		return true
+	}
+	top := func(path string) string {
+		parts := strings.Split(strings.TrimPrefix(path, "/"), "/")
+		for i := 1; i < len(parts); i++ {
+			if d := "/" + strings.Join(parts[:i], "/"); free(d) {
+				return d
+			}
+		}
+		return ""
+	}
+	var ops []wire.Op
+	bound := map[string]bool{}
+	entries := make([]string, 0, len(files)+len(links))
+	for _, f := range files {
+		entries = append(entries, f.Path)
+	}
+	for l := range links {
+		entries = append(entries, l)
+	}
+	sort.Strings(entries)
+	for _, e := range entries {
+		if d := top(e); d != "" {
+			if !bound[d] {
+				bound[d] = true
+				ops = append(ops, wire.Op{Op: wire.OpBind, Path: d, Src: "/.s/files" + d})
+			}
+			continue
+		}
+		if t, ok := links[e]; ok {
+			ops = append(ops, wire.Op{Op: wire.OpSymlink, Path: e, Src: t})
+		} else {
+			ops = append(ops, wire.Op{Op: wire.OpBind, Path: e, Src: "/.s/files" + e})
+		}
+	}
+	return ops
 }
 
 func depth(p string) int { return strings.Count(p, "/") }
@@ -225,7 +309,7 @@ func ignoredPaths(ctx context.Context, exposes []policy.Expose, ignores []policy
 // paths (hard links when possible, copies otherwise), made once for a given
 // set of files (named by their identities), with its shared lock (held
 // until the VM that shares it is gone: the clean-up leaves it alone).
-func mirrorFiles(cache string, files []needs.Need) (string, *os.File, error) {
+func mirrorFiles(cache string, files []needs.Need, links map[string]string) (string, *os.File, error) {
 	h := sha256.New()
 	var paths []string
 	for _, f := range files {
@@ -235,6 +319,14 @@ func mirrorFiles(cache string, files []needs.Need) (string, *os.File, error) {
 		}
 		paths = append(paths, f.Path)
 		fmt.Fprintf(h, "%s\x00%d %d %d %d\n", f.Path, st.Dev, st.Ino, st.Size, st.Mtim.Nano())
+	}
+	var lnames []string
+	for l := range links {
+		lnames = append(lnames, l)
+	}
+	sort.Strings(lnames)
+	for _, l := range lnames {
+		fmt.Fprintf(h, "link %s\x00%s\n", l, links[l])
 	}
 	dir := filepath.Join(cache, "files-"+hex.EncodeToString(h.Sum(nil)[:12]))
 	// A clean-up may delete the directory between its making and its
@@ -249,7 +341,7 @@ func mirrorFiles(cache string, files []needs.Need) (string, *os.File, error) {
 				return "", nil, fmt.Errorf("qemu: the mirror of single files: %w", err)
 			}
 		}
-		made, err := makeMirror(cache, dir, paths)
+		made, err := makeMirror(cache, dir, paths, links)
 		if err != nil {
 			return "", nil, err
 		}
@@ -262,7 +354,7 @@ func mirrorFiles(cache string, files []needs.Need) (string, *os.File, error) {
 
 // makeMirror fills a temporary directory with the files and renames it to
 // dir; made is false when another process made dir first.
-func makeMirror(cache, dir string, paths []string) (made bool, err error) {
+func makeMirror(cache, dir string, paths []string, links map[string]string) (made bool, err error) {
 	tmp, err := os.MkdirTemp(cache, ".tmp-files-")
 	if err != nil {
 		return false, err
@@ -278,6 +370,15 @@ func makeMirror(cache, dir string, paths []string) (made bool, err error) {
 		}
 		if err := copyFile(p, dst); err != nil {
 			return false, fmt.Errorf("qemu: copying %s to the cache: %w", p, err)
+		}
+	}
+	for l, t := range links {
+		dst := filepath.Join(tmp, l)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return false, err
+		}
+		if err := os.Symlink(t, dst); err != nil && !errors.Is(err, fs.ErrExist) {
+			return false, err
 		}
 	}
 	if err := os.Chmod(tmp, 0o755); err != nil {

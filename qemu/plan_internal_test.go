@@ -4,10 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
 )
 
 // TestIgnoredSymlinkRefused: an ignored symbolic link cannot be masked in the
@@ -30,5 +33,92 @@ func TestIgnoredSymlinkRefused(t *testing.T) {
 	_, err = ignoredPaths(context.Background(), exposes, ignores)
 	if err == nil || !strings.Contains(err.Error(), link) || !strings.Contains(err.Error(), "symbolic link") {
 		t.Fatalf("an ignored symbolic link: %v, want a refusal naming %s", err, link)
+	}
+}
+
+// TestPlanBindsMirrorDirectories: a directory of the mirror that holds
+// nothing else of the plan is shown by one bind of the mirror's directory,
+// its links made in the mirror; a directory that also holds a share, and
+// anything under /tmp (the guest's own), keep a bind per file and a link
+// per link.
+func TestPlanBindsMirrorDirectories(t *testing.T) {
+	base, err := os.MkdirTemp("/var/tmp", "pysb-plan-")
+	if err != nil {
+		t.Skipf("no /var/tmp to build a tree outside /tmp: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(base) })
+	base, _ = filepath.EvalSymlinks(base)
+	write := func(p string) string {
+		p = filepath.Join(base, p)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	a1, a2 := write("a/lib/x.so.1.2"), write("a/lib/sub/y.so")
+	if err := os.Symlink("x.so.1.2", filepath.Join(base, "a/lib/x.so.1")); err != nil {
+		t.Fatal(err)
+	}
+	b1 := write("b/z.so")
+	shared := filepath.Join(base, "b/share")
+	os.MkdirAll(shared, 0o755)
+	inTmp := filepath.Join(t.TempDir(), "w.so")
+	os.WriteFile(inTmp, nil, 0o644)
+	ns := []needs.Need{
+		{Path: a1, Aliases: []string{filepath.Join(base, "a/lib/x.so.1")}},
+		{Path: a2}, {Path: b1}, {Path: shared, Dir: true}, {Path: inTmp},
+	}
+	cache := t.TempDir()
+	p, err := makePlan(context.Background(), cache, nil, nil, ns, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.release()
+	var got []string
+	for _, op := range p.ops {
+		if (op.Op == wire.OpBind || op.Op == wire.OpSymlink) && op.Path != "/" && filepath.Dir(op.Path) != "/" {
+			got = append(got, string(op.Op)+" "+op.Path+" "+op.Src)
+		}
+	}
+	want := []string{
+		"bind " + base + "/a /.s/files" + base + "/a",
+		"bind " + b1 + " /.s/files" + b1,
+		"bind " + inTmp + " /.s/files" + inTmp,
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("binds and links:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// The mirror holds the link, as on the host.
+	var mirror string
+	for _, s := range p.shares {
+		if strings.Contains(s.Path, "files-") {
+			mirror = s.Path
+		}
+	}
+	if l, err := os.Readlink(filepath.Join(mirror, base, "a/lib/x.so.1")); err != nil || l != "x.so.1.2" {
+		t.Fatalf("the mirror's link: %q, %v; want x.so.1.2", l, err)
+	}
+	// Under a share's parent, the link would be made by its own operation.
+	p2, err := makePlan(context.Background(), cache, nil, nil, append(ns, needs.Need{Path: filepath.Join(base, "a/lib/sub"), Dir: true}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p2.release()
+	var links []string
+	for _, op := range p2.ops {
+		if op.Op == wire.OpSymlink && strings.HasPrefix(op.Path, base) {
+			links = append(links, op.Path+" -> "+op.Src)
+		}
+		if op.Op == wire.OpBind && op.Path == base+"/a" {
+			t.Fatalf("%s bound whole though a share lies in it", op.Path)
+		}
+	}
+	if len(links) != 1 || links[0] != base+"/a/lib/x.so.1 -> x.so.1.2" {
+		t.Fatalf("links %v: want the one link made by its own operation", links)
 	}
 }
