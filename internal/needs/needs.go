@@ -2,13 +2,15 @@
 // itself; for an ELF binary its loader (PT_INTERP), its shared libraries
 // (DT_NEEDED, resolved like ld.so: DT_RPATH, LD_LIBRARY_PATH, DT_RUNPATH with
 // $ORIGIN, /etc/ld.so.cache, the default directories), recursively, and
-// /etc/ld.so.cache; for a "#!" script its interpreter (and the command of
-// "#!/usr/bin/env NAME", looked up on PATH), recursively; for a Python interpreter
-// its standard library and site directories (asked once to the interpreter itself,
-// confined by package hostprobe: the interpreter may be a binary a sandboxed
-// program planted), the shared
-// libraries of the extension modules found there, and the targets of the symbolic
-// links those directories hold.
+// /etc/ld.so.cache; for a "#!" script its interpreter when executable (and the
+// command of "#!/usr/bin/env NAME", looked up on PATH), recursively; for a Python
+// interpreter its standard library and site directories (asked once to the
+// interpreter itself, confined by package hostprobe: the interpreter may be a
+// binary a sandboxed program planted; so its answer is used only where
+// interpreters keep their directories, under prefixes derived from where it is),
+// the shared libraries of the extension modules found there, and the targets of
+// the symbolic links those directories hold, when in an interpreter's
+// directories, /usr or /etc/python*.
 //
 // Every path returned is canonical: absolute, clean and free of symbolic links.
 // That is what a path-based sandbox such as Landlock needs: it checks an access
@@ -173,6 +175,7 @@ func (r *Resolver) Needs(ctx context.Context, path string) ([]Need, error) {
 // walker gathers the needs of one program.
 type walker struct {
 	stamps  map[string]bool // while asking a Python interpreter: the directories its answer depends on
+	roots   []string        // while asking a Python interpreter: its prefixes (pythonRoots)
 	r       *Resolver
 	ctx     context.Context
 	seen    map[string]bool // ELF objects visited (canonical)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -131,6 +132,11 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	// A resolver without environment: the answer is shared by every environment.
 	w := &walker{r: &Resolver{}, ctx: ctx, seen: map[string]bool{}, out: map[string]Need{}}
 	why := "Python directory of " + path
+	// The answer is believed only where an interpreter keeps its directories
+	// (pythonRoots): a binary a sandbox replaced (a virtual environment's
+	// bin/python3 in a directory exposed read-write) could name any directory of
+	// the host, which the next sandbox of that interpreter would then read.
+	roots := pythonRoots(path)
 	var dirs []string
 	for _, group := range [][]string{a.Paths, a.Site, a.SysPath} {
 		for _, p := range group {
@@ -138,7 +144,7 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 				continue // "" (the current directory) and the like
 			}
 			real, ok := canonical(p)
-			if !ok {
+			if !ok || !inPythonRoot(real, roots) {
 				continue
 			}
 			st, err := os.Stat(real)
@@ -175,6 +181,7 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 			exe.obj = obj
 		}
 	}
+	w.roots = roots
 	w.scanPythonDirs(dirs, exe)
 	info := &pythonInfo{needs: w.result()}
 	for d := range stamps {
@@ -184,6 +191,85 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	}
 	slices.SortFunc(info.stamps, func(a, b dirStamp) int { return strings.Compare(a.Path, b.Path) })
 	return info, nil
+}
+
+// pythonRoots are the prefixes under which the interpreter at path keeps its
+// directories, derived by the host from where the interpreter is, never from
+// what it answers: the directory above its bin/ (for the path as given and for
+// the file it resolves to), and for a virtual environment (pyvenv.cfg next to
+// the interpreter or one directory up) the environment and the prefix of its
+// home. An interpreter's directories lie in P/lib/python*, P/lib64/python* or
+// P/local/lib/python* of one of them (inPythonRoot): the standard library,
+// lib-dynload, site-packages, Debian's dist-packages.
+func pythonRoots(path string) []string {
+	var out []string
+	add := func(p string) {
+		p = filepath.Clean(p)
+		out = append(out, p)
+		if real, ok := canonical(p); ok {
+			out = append(out, real)
+		}
+	}
+	add(filepath.Dir(filepath.Dir(path)))
+	if real, ok := canonical(path); ok {
+		add(filepath.Dir(filepath.Dir(real)))
+	}
+	for _, d := range []string{filepath.Dir(path), filepath.Dir(filepath.Dir(path))} {
+		home, ok := venvHome(filepath.Join(d, "pyvenv.cfg"))
+		if !ok {
+			continue
+		}
+		add(d)
+		if filepath.IsAbs(home) {
+			add(filepath.Dir(filepath.Clean(home)))
+			if real, ok := canonical(home); ok {
+				add(filepath.Dir(real))
+			}
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// venvHome reads the home key of a pyvenv.cfg (ok: the file is there).
+func venvHome(cfg string) (string, bool) {
+	f, err := openRegular(cfg)
+	if err != nil {
+		return "", false
+	}
+	defer f.Close()
+	b, _ := io.ReadAll(io.LimitReader(f, 64<<10))
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if ok && strings.EqualFold(strings.TrimSpace(k), "home") {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", true
+}
+
+// inPythonRoot reports whether path (canonical) lies in a directory of an
+// interpreter under one of roots (see pythonRoots).
+func inPythonRoot(path string, roots []string) bool {
+	for _, r := range roots {
+		for _, sub := range []string{"lib", "lib64", "local/lib"} {
+			base := filepath.Join(r, sub) + "/"
+			if rest, ok := strings.CutPrefix(path, base); ok && strings.HasPrefix(rest, "python") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// linkTargetShown reports whether a symbolic link in an interpreter's
+// directories may bring its target (outside them) into the sandbox: a target
+// in an interpreter's directories, in /usr, or in /etc/python* (Debian's
+// sitecustomize.py). A link elsewhere (to a key, a home directory), which a
+// sandboxed program could have made in a site-packages it may write, is not
+// followed.
+func linkTargetShown(target string, roots []string) bool {
+	return inPythonRoot(target, roots) || within(target, "/usr") || strings.HasPrefix(target, "/etc/python")
 }
 
 // outermost sorts dirs and drops those inside another.
@@ -233,7 +319,7 @@ func (w *walker) scanPythonDirs(dirs []string, exe loaded) {
 			switch {
 			case d.Type()&fs.ModeSymlink != 0:
 				target, ok := canonical(p)
-				if !ok || inside(target) {
+				if !ok || inside(target) || !linkTargetShown(target, w.roots) {
 					return nil
 				}
 				st, err := os.Stat(target)
@@ -279,8 +365,10 @@ type diskEntry struct {
 	Stamps  []dirStamp `json:"stamps"`
 }
 
-// diskVersion 2: needs carry their aliases.
-const diskVersion = 2
+// diskVersion 3: the answer kept only where interpreters keep their
+// directories (pythonRoots), and symbolic links followed only to where
+// linkTargetShown allows (answers of version 2 could name any directory).
+const diskVersion = 3
 
 func (k fileKey) String() string {
 	return fmt.Sprintf("%s|%d|%d|%d|%d", k.path, k.dev, k.ino, k.size, k.mtimeNsec)

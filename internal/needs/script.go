@@ -55,6 +55,12 @@ func (w *walker) script(path string, head []byte, depth int) error {
 	if interp == "" {
 		return nil
 	}
+	// The kernel runs only an executable interpreter: a script (which a
+	// sandboxed program may have written) naming any other file, a key say,
+	// as its interpreter brings nothing into the sandbox.
+	if !isExecutable(interp) {
+		return nil
+	}
 	if err := w.program(interp, "interpreter of "+path, depth+1); err != nil {
 		return nil // exec will fail and say why
 	}
