@@ -788,3 +788,52 @@ func TestRestoredGuestsDiffer(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramsThroughSpares: the guest starts each program's stage 2 ahead
+// (a spare, made again 2 s after one is used) or, without one ready, at the
+// program's start. Programs started both ways, back to back and after a
+// pause, get the same start: their standard streams and an extra descriptor
+// relayed, SCHED_OTHER, stage 2 as their parent and pid 1 of a namespace of
+// their own, the programs' root (no share of the VM's own, a /tmp of their
+// own) and the identity of the host's user.
+func TestProgramsThroughSpares(t *testing.T) {
+	sb, dir := sandbox(t)
+	check := `
+import os, sys
+extra = os.fdopen(3, "w")
+extra.write("extra " + sys.stdin.read().strip())
+extra.close()
+mounts = [l.split()[4] for l in open("/proc/self/mountinfo")]
+print(os.sched_getscheduler(0), os.getppid(), os.getuid() == %d, "/tmp" in mounts,
+      any(m.startswith("/.s") or m.startswith("/view") for m in mounts), "mine" in os.listdir("/tmp"))
+open("/tmp/mine", "w").close()
+`
+	for i, pause := range []time.Duration{0, 0, 2500 * time.Millisecond} {
+		time.Sleep(pause)
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cmd := sb.Command(context.Background(), python, "-c", fmt.Sprintf(check, os.Getuid()))
+		cmd.Dir = filepath.Join(dir, "rw")
+		cmd.Stdin = strings.NewReader(fmt.Sprintf("run %d\n", i))
+		cmd.ExtraFiles = []*os.File{w}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		w.Close()
+		extra, _ := io.ReadAll(r)
+		r.Close()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("run %d: %v: %s", i, err, errb.String())
+		}
+		if want := fmt.Sprintf("extra run %d", i); string(extra) != want {
+			t.Errorf("run %d: descriptor 3 brought %q, want %q", i, extra, want)
+		}
+		if got, want := strings.TrimSpace(out.String()), "0 1 True True False False"; got != want {
+			t.Errorf("run %d: policy, parent, uid, /tmp, VM's mounts, an earlier program's file in /tmp: %q, want %q", i, got, want)
+		}
+	}
+}

@@ -29,10 +29,12 @@ type guest struct {
 	// bootTimes: when the init reached each step of its boot (for the
 	// hello).
 	bootTimes string
+	// spares: a stage 2 started ahead of the next program (spare.go).
+	spares *spares
 }
 
 func newGuest(port *os.File) *guest {
-	return &guest{port: port, w: wire.NewWriter(port), streams: map[uint32]*stream{}, procs: map[uint32]*proc{}}
+	return &guest{port: port, w: wire.NewWriter(port), streams: map[uint32]*stream{}, procs: map[uint32]*proc{}, spares: &spares{}}
 }
 
 func (g *guest) serve() error {
@@ -128,13 +130,9 @@ func (g *guest) doSetup(m *wire.SetupMsg) error {
 	if err := buildRoot(m.Ops); err != nil {
 		return err
 	}
-	if m.Net == nil {
-		// No network device: the loopback only, the guest's own, as the
-		// namespace providers give a sandbox without rules.
-		if err := loopbackUp(); err != nil {
-			return fmt.Errorf("network: %w", err)
-		}
-	} else {
+	// Without a network device: the loopback only (up since boot), the
+	// guest's own, as the namespace providers give a sandbox without rules.
+	if m.Net != nil {
 		if err := configureNet(m.Net); err != nil {
 			return fmt.Errorf("network: %w", err)
 		}
@@ -272,12 +270,14 @@ func (p *proc) signal(sig syscall.Signal) {
 	}
 }
 
-// control writes the spec to stage 2, then the program's signals, one byte
+// control writes the spec to stage 2 (unless nil), then the program's signals, one byte
 // each, until the program ends.
 func (p *proc) control(w *os.File, spec []byte) {
 	defer w.Close()
-	if _, err := w.Write(append(spec, '\n')); err != nil {
-		return
+	if spec != nil { // (a spare has it already)
+		if _, err := w.Write(append(spec, '\n')); err != nil {
+			return
+		}
 	}
 	for {
 		select {
@@ -363,31 +363,46 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 		}
 		streams = append(streams, s)
 	}
-	specR, specW, err := os.Pipe()
-	if err != nil {
-		closeAll()
-		fail(err)
-		return
+	spec, _ := json.Marshal(m) // one line: JSON escapes newlines
+	// A spare stage 2 (spare.go) gets the spec and the program's
+	// descriptors now; without one (or when it cannot take them), a stage 2
+	// is started for the program.
+	var cmd *exec.Cmd
+	var specW, statR *os.File
+	if sp := g.spares.take(); sp != nil {
+		if err := sp.give(spec, progFiles); err == nil {
+			cmd, specW, statR, spec = sp.cmd, sp.ctl, sp.stat, nil
+		} else {
+			sp.discard()
+		}
 	}
-	statR, statW, err := os.Pipe()
-	if err != nil {
-		specR.Close()
-		specW.Close()
-		closeAll()
-		fail(err)
-		return
-	}
-	cmd := &exec.Cmd{
-		Path:       "/init",
-		Args:       []string{stage2Marker},
-		Env:        []string{},
-		Stdin:      nil,
-		Stderr:     os.Stderr,
-		ExtraFiles: append([]*os.File{specR, statW}, progFiles...),
-		SysProcAttr: &syscall.SysProcAttr{
-			Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
-			Setsid:     true,
-		},
+	var specR, statW *os.File
+	if cmd == nil {
+		var err error
+		if specR, specW, err = os.Pipe(); err != nil {
+			closeAll()
+			fail(err)
+			return
+		}
+		if statR, statW, err = os.Pipe(); err != nil {
+			specR.Close()
+			specW.Close()
+			closeAll()
+			fail(err)
+			return
+		}
+		cmd = &exec.Cmd{
+			Path:       "/init",
+			Args:       []string{stage2Marker},
+			Env:        []string{},
+			Stdin:      nil,
+			Stderr:     os.Stderr,
+			ExtraFiles: append([]*os.File{specR, statW}, progFiles...),
+			SysProcAttr: &syscall.SysProcAttr{
+				Cloneflags: syscall.CLONE_NEWPID | syscall.CLONE_NEWNS | syscall.CLONE_NEWIPC | syscall.CLONE_NEWUTS,
+				Setsid:     true,
+			},
+		}
 	}
 	p := &proc{id: id, cmd: cmd, sigs: make(chan syscall.Signal, 64), done: make(chan struct{})}
 	g.mu.Lock()
@@ -407,22 +422,23 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 			s.flow.Stop()
 		}
 	}
-	if err := cmd.Start(); err != nil {
+	if specR != nil {
+		if err := cmd.Start(); err != nil {
+			specR.Close()
+			specW.Close()
+			statR.Close()
+			statW.Close()
+			unregister()
+			closeAll()
+			fail(err)
+			return
+		}
 		specR.Close()
-		specW.Close()
-		statR.Close()
 		statW.Close()
-		unregister()
-		closeAll()
-		fail(err)
-		return
 	}
-	specR.Close()
-	statW.Close()
 	for _, f := range progFiles {
 		f.Close()
 	}
-	spec, _ := json.Marshal(m) // one line: JSON escapes newlines
 	go p.control(specW, spec)
 	// outs: the relays of what the program writes, drained before its exit
 	// is reported; the relays toward the program stop with it.

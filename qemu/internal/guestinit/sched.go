@@ -12,6 +12,7 @@ import (
 const (
 	schedOther = 0
 	schedBatch = 3
+	schedIdle  = 5
 )
 
 // setScheduler sets the scheduling policy of thread tid (0: the calling

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"runtime"
@@ -35,7 +36,25 @@ func stage2() int {
 	if err := setScheduler(0, schedOther); err != nil {
 		return fail(fmt.Errorf("scheduling policy: %w", err))
 	}
-	ctl := bufio.NewReader(os.NewFile(3, "control"))
+	// A spare (spare.go) has a socket at 3: the spec comes with the
+	// program's descriptors.
+	ctlFile := os.NewFile(3, "control")
+	ctl := bufio.NewReader(ctlFile)
+	spareMode := isSocket(3)
+	var received []int
+	if spareMode {
+		first, fds, err := recvSpec(3)
+		if err != nil {
+			return fail(fmt.Errorf("spec: %w", err))
+		}
+		received = fds
+		ctl = bufio.NewReader(io.MultiReader(bytes.NewReader(first), ctlFile))
+		// Started under SCHED_IDLE: every thread back to SCHED_OTHER, or
+		// the relay of the program's signals would wait for an idle vCPU.
+		if err := allThreads(schedOther); err != nil {
+			return fail(fmt.Errorf("scheduling policy: %w", err))
+		}
+	}
 	b, err := readLine(ctl, 64<<20)
 	if err != nil {
 		return fail(fmt.Errorf("spec: %w", err))
@@ -45,6 +64,17 @@ func stage2() int {
 	var m spawnSpec
 	if err := json.Unmarshal(b, &m); err != nil {
 		return fail(fmt.Errorf("spec: %w", err))
+	}
+	if spareMode {
+		if len(received) != len(m.FDs) {
+			return fail(fmt.Errorf("spec: %d descriptors for %d", len(received), len(m.FDs)))
+		}
+		// The spare shares the init's mount namespace: this thread (which
+		// builds the root and starts the program) takes a copy of it now,
+		// with the programs' root as the host's setup built it.
+		if err := syscall.Unshare(syscall.CLONE_NEWNS); err != nil {
+			return fail(fmt.Errorf("mount namespace: %w", err))
+		}
 	}
 	if err := stage2Root(&m); err != nil {
 		return fail(err)
@@ -64,6 +94,10 @@ func stage2() int {
 	prctl(syscall.PR_SET_DUMPABLE, 0)
 	files := make([]uintptr, len(m.FDs))
 	for i := range m.FDs {
+		if spareMode {
+			files[i] = uintptr(received[i]) // close-on-exec already
+			continue
+		}
 		files[i] = uintptr(5 + i)
 		syscall.CloseOnExec(5 + i)
 	}
@@ -120,8 +154,8 @@ func stage2() int {
 			return fail(fmt.Errorf("start %s: %w", m.Path, err))
 		}
 	}
-	for i := range m.FDs {
-		syscall.Close(5 + i)
+	for i := range files {
+		syscall.Close(int(files[i]))
 	}
 	// A pidfd: a signal that comes after the program was reaped reaches no
 	// other process that got its pid.
