@@ -134,7 +134,13 @@ func (sp *spare) discard() {
 }
 
 // give sends the spare its spec (one line) with the program's descriptors.
+// Its threads are put back under SCHED_OTHER first: a spare whose runtime is
+// still starting, under SCHED_IDLE, would otherwise wait for a vCPU that a
+// busy program of the VM may never leave idle.
 func (sp *spare) give(spec []byte, files []*os.File) error {
+	if err := threadsPolicy(sp.cmd.Process.Pid, schedOther); err != nil {
+		return err
+	}
 	fds := make([]int, len(files))
 	for i, f := range files {
 		fds[i] = int(f.Fd())
@@ -195,8 +201,16 @@ func isSocket(fd int) bool {
 }
 
 // allThreads sets the policy of every thread of this process.
-func allThreads(policy int) error {
-	ents, err := os.ReadDir("/proc/self/task")
+func allThreads(policy int) error { return threadsPolicy(0, policy) }
+
+// threadsPolicy sets the policy of every thread of process pid (0: this
+// one).
+func threadsPolicy(pid, policy int) error {
+	dir := "/proc/self/task"
+	if pid != 0 {
+		dir = fmt.Sprintf("/proc/%d/task", pid)
+	}
+	ents, err := os.ReadDir(dir)
 	if err != nil {
 		return err
 	}
