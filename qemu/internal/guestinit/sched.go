@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -39,11 +38,18 @@ func setScheduler(tid, policy int) error {
 // relays once the program blocks, or at the scheduler's tick, as a reader on
 // another CPU would have found it. Programs run under SCHED_OTHER (stage 2
 // sets it back for the program).
-func batchInit() error {
-	// Until a pass finds every thread under SCHED_BATCH: a thread made during
-	// a pass by one not set yet would otherwise be missed.
+func batchInit() error { return threadsPolicy(0, schedBatch) }
+
+// threadsPolicy puts every thread of process pid (0: this one) under policy,
+// passing over them until a pass finds every one under it: a thread made
+// during a pass by one not set yet would otherwise be missed.
+func threadsPolicy(pid, policy int) error {
+	dir := "/proc/self/task"
+	if pid != 0 {
+		dir = fmt.Sprintf("/proc/%d/task", pid)
+	}
 	for range 100 {
-		ents, err := os.ReadDir("/proc/self/task")
+		ents, err := os.ReadDir(dir)
 		if err != nil {
 			return err
 		}
@@ -54,11 +60,11 @@ func batchInit() error {
 				continue
 			}
 			pol, _, e := syscall.RawSyscall(syscall.SYS_SCHED_GETSCHEDULER, uintptr(tid), 0, 0)
-			if e == syscall.ESRCH || (e == 0 && pol == schedBatch) {
+			if e == syscall.ESRCH || (e == 0 && int(pol) == policy) {
 				continue
 			}
-			if err := setScheduler(tid, schedBatch); err != nil && err != syscall.ESRCH {
-				return fmt.Errorf("SCHED_BATCH for thread %d: %w", tid, err)
+			if err := setScheduler(tid, policy); err != nil && err != syscall.ESRCH {
+				return fmt.Errorf("scheduling policy %d for thread %d: %w", policy, tid, err)
 			}
 			changed = true
 		}
@@ -66,5 +72,5 @@ func batchInit() error {
 			return nil
 		}
 	}
-	return errors.New("SCHED_BATCH: the init's threads keep changing")
+	return fmt.Errorf("scheduling policy %d: the threads of %s keep changing", policy, dir)
 }

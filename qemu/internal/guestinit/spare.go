@@ -199,29 +199,3 @@ func isSocket(fd int) bool {
 	var st syscall.Stat_t
 	return syscall.Fstat(fd, &st) == nil && st.Mode&syscall.S_IFMT == syscall.S_IFSOCK
 }
-
-// allThreads sets the policy of every thread of this process.
-func allThreads(policy int) error { return threadsPolicy(0, policy) }
-
-// threadsPolicy sets the policy of every thread of process pid (0: this
-// one).
-func threadsPolicy(pid, policy int) error {
-	dir := "/proc/self/task"
-	if pid != 0 {
-		dir = fmt.Sprintf("/proc/%d/task", pid)
-	}
-	ents, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		var tid int
-		if _, err := fmt.Sscan(e.Name(), &tid); err != nil {
-			continue
-		}
-		if err := setScheduler(tid, policy); err != nil && err != syscall.ESRCH {
-			return err
-		}
-	}
-	return nil
-}

@@ -51,7 +51,7 @@ func stage2() int {
 		ctl = bufio.NewReader(io.MultiReader(bytes.NewReader(first), ctlFile))
 		// Started under SCHED_IDLE: every thread back to SCHED_OTHER, or
 		// the relay of the program's signals would wait for an idle vCPU.
-		if err := allThreads(schedOther); err != nil {
+		if err := threadsPolicy(0, schedOther); err != nil {
 			return fail(fmt.Errorf("scheduling policy: %w", err))
 		}
 	}
