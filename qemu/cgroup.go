@@ -51,6 +51,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/qemu/internal/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -255,9 +256,9 @@ type cgroupMount struct {
 }
 
 // parseCgroupMounts reads the cgroup mounts of a mountinfo.
-func parseCgroupMounts(mountinfo string) []cgroupMount {
+func parseCgroupMounts(text string) []cgroupMount {
 	var out []cgroupMount
-	sc := bufio.NewScanner(strings.NewReader(mountinfo))
+	sc := bufio.NewScanner(strings.NewReader(text))
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
 		l := sc.Text()
@@ -266,7 +267,7 @@ func parseCgroupMounts(mountinfo string) []cgroupMount {
 		if !ok || len(f) < 5 || len(g) < 3 {
 			continue
 		}
-		m := cgroupMount{point: unescapeMountinfo(f[4]), root: unescapeMountinfo(f[3])}
+		m := cgroupMount{point: mountinfo.Unescape(f[4]), root: mountinfo.Unescape(f[3])}
 		switch g[0] {
 		case "cgroup2":
 			m.v2 = true
@@ -278,25 +279,6 @@ func parseCgroupMounts(mountinfo string) []cgroupMount {
 		out = append(out, m)
 	}
 	return out
-}
-
-// unescapeMountinfo undoes mountinfo's octal escapes.
-func unescapeMountinfo(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // dirOf is the directory of the cgroup path p in the mount m ("" when the

@@ -4,10 +4,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"github.com/pysandboxes/pysandboxes/qemu/internal/mountinfo"
 
 	"golang.org/x/sys/unix"
 )
@@ -192,7 +193,7 @@ func isShare(path string) bool {
 	share := false
 	for _, l := range strings.Split(string(b), "\n") {
 		f := strings.Fields(l)
-		if len(f) < 5 || unescapeMount(f[4]) != path {
+		if len(f) < 5 || mountinfo.Unescape(f[4]) != path {
 			continue
 		}
 		_, fs, _ := strings.Cut(l, " - ")
@@ -213,14 +214,14 @@ func mountsUnder(dir string) ([]string, error) {
 }
 
 // topMounts is mountsUnder of a mountinfo's text.
-func topMounts(mountinfo, dir string) []string {
+func topMounts(text, dir string) []string {
 	var out []string
-	for _, l := range strings.Split(mountinfo, "\n") {
+	for _, l := range strings.Split(text, "\n") {
 		f := strings.Fields(l)
 		if len(f) < 5 {
 			continue
 		}
-		mp := unescapeMount(f[4])
+		mp := mountinfo.Unescape(f[4])
 		if !strings.HasPrefix(mp, dir+"/") {
 			continue
 		}
@@ -236,23 +237,4 @@ func topMounts(mountinfo, dir string) []string {
 		}
 	}
 	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+4 <= len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }

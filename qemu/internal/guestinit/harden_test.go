@@ -29,11 +29,6 @@ func TestTopMounts(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("topMounts = %q, want %q", got, want)
 	}
-	for in, want := range map[string]string{`a\040b`: "a b", `\134x`: `\x`, `plain`: "plain", `end\04`: `end\04`, `\777`: `\777`} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
 }
 
 // TestKeysFilter: under denyKeys' filter (installed here on a thread of the
