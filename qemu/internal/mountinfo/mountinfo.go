@@ -1,7 +1,7 @@
-// Package mountinfo reads the fields of /proc/<pid>/mountinfo, for the qemu
+// Package mountinfo decodes the paths of /proc/<pid>/mountinfo, for the qemu
 // provider's host (its cgroup mounts) and its guest's init (the programs'
-// mounts): the kernel escapes a space, a tab, a newline and a backslash in
-// a path as an octal escape (\040, \011, \012, \134).
+// mounts): the kernel writes a space, a tab, a newline and a backslash in a
+// path as an octal escape (\040, \011, \012, \134).
 package mountinfo
 
 import (
