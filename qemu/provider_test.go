@@ -298,8 +298,7 @@ print(sorted(os.listdir("/proc"))[:0], len([p for p in os.listdir("/proc") if p.
 
 // TestSchedulingRights: a program in the guest has RLIMIT_NICE 20: it may
 // put a process of its own under SCHED_IDLE and bring it back to SCHED_BATCH
-// or SCHED_OTHER at nice 0 (what the eval zygote and its processes do on the
-// guest's one vCPU), and never above nice 0 or to a real-time policy.
+// or SCHED_OTHER at nice 0, and never above nice 0 or to a real-time policy.
 func TestSchedulingRights(t *testing.T) {
 	out, errOut, err := py(t, context.Background(), "", `
 import os, resource
@@ -484,6 +483,72 @@ func TestCallAndEval(t *testing.T) {
 		if v != int64(41+2*i) {
 			t.Errorf("Eval %d: %v (%T)", i, v, v)
 		}
+	}
+}
+
+// TestEvalBesideBusyProgram: evaluations are answered while another program
+// of the same VM keeps the guest's one vCPU busy, not after it. The busy
+// program counts to a fixed number, tens of times the work of the
+// evaluations, and says "done": every evaluation must be answered before.
+// (The eval zygote under SCHED_IDLE got 3/1027 of the vCPU there, and each
+// evaluation spaced from the last took 6-8 s.)
+func TestEvalBesideBusyProgram(t *testing.T) {
+	requireQEMU(t)
+	pol, _ := writePolicy(t, t.TempDir(), "eval-syntax=arith")
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	before := len(qemuChildren())
+	if _, err := sb.Eval(ctx, "1 + 1", nil); err != nil { // the VM and the zygote up
+		t.Fatal(err)
+	}
+	busy := sb.Python(ctx, "-c", "print('busy', flush=True)\nfor i in range(40_000_000): pass\nprint('done', flush=True)")
+	out, err := busy.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb syncBuffer
+	busy.Stderr = &errb
+	if err := busy.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		cancel()
+		_ = busy.Wait()
+	}()
+	lines := make(chan string, 2)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	if l := <-lines; l != "busy" {
+		t.Fatalf("the busy program said %q: %s", l, errb.String())
+	}
+	if n := len(qemuChildren()) - before; n != 1 {
+		t.Fatalf("%d VMs for the zygote and the busy program, want 1 (the test needs them to share a vCPU)", n)
+	}
+	for i := range 5 {
+		// Spaced: the zygote has prepared the next process by then (under
+		// SCHED_IDLE it had not, and read the request itself).
+		time.Sleep(300 * time.Millisecond)
+		v, err := sb.Eval(ctx, "x * 3", map[string]any{"x": int64(i)})
+		if err != nil {
+			t.Fatalf("Eval %d: %v", i, err)
+		}
+		if v != int64(3*i) {
+			t.Errorf("Eval %d: %v (%T)", i, v, v)
+		}
+	}
+	select {
+	case l, ok := <-lines:
+		t.Fatalf("the busy program ended (%q, %v) before the evaluations were answered: they waited for its vCPU", l, ok)
+	default:
 	}
 }
 

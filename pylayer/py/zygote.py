@@ -380,24 +380,17 @@ def _zygote(z, st):
         z.one_cpu = len(posix.sched_getaffinity(0)) == 1
     except (AttributeError, OSError):
         z.one_cpu = False
-    # On one processor the zygote runs under SCHED_IDLE: what a process it
-    # forked writes (the TOOK of its request, its answer) is read when that
-    # process waits, not in the middle of its evaluation (each switch
-    # between two Python processes costs about a millisecond under QEMU's
-    # TCG). A woken SCHED_BATCH process does not preempt either, but the
-    # scheduler's tick gives it the processor a few milliseconds later (it
-    # slept: it is owed time); a SCHED_IDLE one waits for the running
-    # process's whole slice. Its forks go to SCHED_BATCH (see _child), which
-    # RLIMIT_NICE must allow (20, set by QEMU's guest init); else the zygote
-    # runs under SCHED_BATCH.
-    z.batch = False
+    # On one processor the zygote runs under SCHED_BATCH, and the processes it
+    # forks with it: a woken SCHED_BATCH process does not preempt the one
+    # running, so the TOOK a process writes as it starts its evaluation is read
+    # when that process waits, or at the scheduler's next tick if the
+    # evaluation computes on, not at once. Not SCHED_IDLE: a zygote under
+    # SCHED_IDLE gets almost nothing of a processor that another program of
+    # the same VM keeps busy (weight 3 against 1024), and its relays then took
+    # seconds each.
     if z.one_cpu:
         try:
-            pol = posix.SCHED_BATCH
-            if z.resource.getrlimit(z.resource.RLIMIT_NICE)[0] >= 20:
-                pol = posix.SCHED_IDLE
-            posix.sched_setscheduler(0, pol, posix.sched_param(0))
-            z.batch = True
+            posix.sched_setscheduler(0, posix.SCHED_BATCH, posix.sched_param(0))
         except (AttributeError, OSError, ValueError):
             pass
     err = _spawn(z, st)
@@ -989,15 +982,6 @@ def _child(z, st, req, rep):
     code = 0
     chan = -1
     try:
-        if z.batch:
-            # Out of SCHED_IDLE (see _zygote), to SCHED_BATCH: woken by its
-            # request, it does not preempt the relay that wrote it (QEMU's
-            # guest init, which would otherwise take the processor back in
-            # the middle of the evaluation to finish its turn).
-            try:
-                posix.sched_setscheduler(0, posix.SCHED_BATCH, posix.sched_param(0))
-            except OSError:
-                pass
         # The pipe to the zygote takes the channel's descriptor number: what the
         # guard sends (its refusals) goes there too. The channel itself is
         # kept aside until a request is taken (see _designate), and closed

@@ -81,8 +81,7 @@ func stage2() int {
 	}
 	// RLIMIT_NICE 20: the program may bring a process of its own back to
 	// nice 0 or SCHED_OTHER after lowering it (never higher than any program
-	// starts). The eval zygote runs under SCHED_IDLE on one vCPU and its
-	// processes go back to SCHED_OTHER; the default limit (0) refuses that.
+	// starts); the default limit (0) refuses that.
 	if err := syscall.Setrlimit(rlimitNice, &syscall.Rlimit{Cur: 20, Max: 20}); err != nil {
 		return fail(fmt.Errorf("RLIMIT_NICE: %w", err))
 	}
