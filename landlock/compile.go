@@ -77,7 +77,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		id:       h.id,
 		exposes:  pol.Exposes(),
 		ignores:  pol.Ignores(),
-		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes())},
+		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes()), Shown: needs.ShownOf(pol.Exposes())},
 	}
 	var errs []error
 

@@ -111,6 +111,8 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: pol.Exposes(), ignores: pol.Ignores(), accepted: accepted}
 	c.resolver.Interpreters = &p.core.Interps
 	c.resolver.Env = pol.Environ()
+	c.resolver.Writable = needs.WritableOf(pol.Exposes())
+	c.resolver.Shown = needs.ShownOf(pol.Exposes())
 	c.pool.c = c
 	return c, nil
 }

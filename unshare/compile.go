@@ -117,7 +117,7 @@ func compile(ctx context.Context, pol driver.Policy, accepted driver.Capability,
 		tmpSize:  defaultTmpSize,
 		shmSize:  defaultShmSize,
 		ignores:  pol.Ignores(),
-		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes())},
+		resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes()), Shown: needs.ShownOf(pol.Exposes())},
 	}
 	var errs []error
 

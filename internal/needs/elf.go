@@ -146,6 +146,12 @@ type loaded struct {
 	path string // the path it was found at (for $ORIGIN)
 	real string // canonical
 	obj  *elfObject
+	// bound, when not nil, is where the object's own choices may lead (its
+	// DT_RPATH and DT_RUNPATH, a DT_NEEDED that is a path, its PT_INTERP):
+	// the system's directories and these. Set for an object that lies where a
+	// sandbox may write (see walker.boundOf): its author may be a sandboxed
+	// program, which could otherwise name any host file as its library.
+	bound []string
 }
 
 // elfProgram adds the loader and every shared library of an ELF program, the way
@@ -158,8 +164,10 @@ func (w *walker) elfProgram(path, real string) error {
 	if exe.interp == "" && len(exe.needed) == 0 {
 		return nil // static
 	}
+	bound := w.boundOf(real)
 	if exe.interp != "" {
-		if ir, ok := canonical(exe.interp); ok {
+		// The kernel runs only an ELF loader of the program's kind.
+		if ir, ok := canonical(exe.interp); ok && shownFrom(ir, bound) && elfHeaderMatches(ir, exe.class, exe.machine) {
 			w.add(ir, false, "ELF loader of "+path)
 			w.alias(ir, exe.interp)
 		}
@@ -168,7 +176,7 @@ func (w *walker) elfProgram(path, real string) error {
 		w.add(c, false, "loader cache")
 	}
 	w.seen[real] = true
-	start := loaded{path: real, real: real, obj: exe}
+	start := loaded{path: real, real: real, obj: exe, bound: bound}
 	// Libraries preloaded by LD_PRELOAD and /etc/ld.so.preload are loaded first.
 	if pre := w.preloads(); len(pre) > 0 {
 		start.obj = &elfObject{class: exe.class, machine: exe.machine, needed: append(pre, exe.needed...),
@@ -189,6 +197,14 @@ func (w *walker) preloads() []string {
 			w.add(real, false, "loader preload list")
 		}
 		out = append(out, strings.Fields(string(b))...)
+	}
+	for _, p := range out {
+		if strings.Contains(p, "/") {
+			if w.preloaded == nil {
+				w.preloaded = map[string]bool{}
+			}
+			w.preloaded[p] = true
+		}
 	}
 	return out
 }
@@ -227,6 +243,7 @@ func (w *walker) libraries(start, exe loaded) error {
 					continue
 				}
 				found.obj = obj
+				found.bound = w.boundOf(found.real)
 				queue = append(queue, found)
 			}
 		}
@@ -251,15 +268,28 @@ func (w *walker) findLibrary(name string, from, exe loaded) []loaded {
 		}
 		return loaded{path: p, real: real}, true
 	}
+	// What an object chose (its search directories, a path as DT_NEEDED) is
+	// kept within its bound; a match outside is not shown to the sandbox, so
+	// the loader goes on as it does when a directory lacks the file. A
+	// preloaded path is the policy's (LD_PRELOAD) or the system's.
+	keep := func(found []loaded, bound []string) []loaded {
+		var out []loaded
+		for _, l := range found {
+			if shownFrom(l.real, bound) {
+				out = append(out, l)
+			}
+		}
+		return out
+	}
 	if strings.Contains(name, "/") {
-		if l, ok := match(name); ok {
+		if l, ok := match(name); ok && (w.preloaded[name] || shownFrom(l.real, from.bound)) {
 			return []loaded{l}
 		}
 		return nil
 	}
-	searchDirs := func(dirs []string) []loaded {
+	searchDirs := func(dirs []string, bound []string) []loaded {
 		for _, d := range dirs {
-			if found := w.searchDir(d, name, match); len(found) > 0 {
+			if found := keep(w.searchDir(d, name, match), bound); len(found) > 0 {
 				return found
 			}
 		}
@@ -273,20 +303,21 @@ func (w *walker) findLibrary(name string, from, exe loaded) []loaded {
 		return out
 	}
 	if len(from.obj.runpath) == 0 {
-		rp := expand(from.obj.rpath, from)
-		if len(exe.obj.runpath) == 0 && exe.obj != from.obj {
-			rp = append(rp, expand(exe.obj.rpath, exe)...)
-		}
-		if found := searchDirs(rp); len(found) > 0 {
+		if found := searchDirs(expand(from.obj.rpath, from), from.bound); len(found) > 0 {
 			return found
+		}
+		if len(exe.obj.runpath) == 0 && exe.obj != from.obj {
+			if found := searchDirs(expand(exe.obj.rpath, exe), exe.bound); len(found) > 0 {
+				return found
+			}
 		}
 	}
 	if v, ok := w.r.getenv("LD_LIBRARY_PATH"); ok && v != "" {
-		if found := searchDirs(splitPathList([]string{v})); len(found) > 0 {
+		if found := searchDirs(splitPathList([]string{v}), nil); len(found) > 0 {
 			return found
 		}
 	}
-	if found := searchDirs(expand(from.obj.runpath, from)); len(found) > 0 {
+	if found := searchDirs(expand(from.obj.runpath, from), from.bound); len(found) > 0 {
 		return found
 	}
 	var fromCache []loaded
@@ -298,7 +329,68 @@ func (w *walker) findLibrary(name string, from, exe loaded) []loaded {
 	if len(fromCache) > 0 {
 		return fromCache
 	}
-	return searchDirs(defaultDirs(class, machine))
+	return searchDirs(defaultDirs(class, machine), nil)
+}
+
+// systemDirs are where the system keeps its programs and libraries: an object
+// that lies where a sandbox may write may lead there.
+var systemDirs = []string{"/usr", "/lib", "/lib32", "/lib64", "/libx32"}
+
+// shownFrom reports whether path (canonical) may be brought into a sandbox by
+// the choice of an object of the given bound (see loaded.bound): always for a
+// nil bound, else when it lies in the system's directories or in the bound.
+func shownFrom(path string, bound []string) bool {
+	if bound == nil {
+		return true
+	}
+	for _, d := range systemDirs {
+		if within(path, d) {
+			return true
+		}
+	}
+	for _, d := range bound {
+		if within(path, d) {
+			return true
+		}
+	}
+	return false
+}
+
+// boundOf returns the bound of an object or script at real (canonical; see
+// loaded.bound). While a Python interpreter's directories are scanned, every
+// object is bounded by the interpreter's prefixes (the answer is cached for
+// every policy, so it cannot depend on one); otherwise one beneath a directory
+// the sandbox may write (Resolver.Writable) is bounded by the directories the
+// sandbox sees anyway (Writable and Shown), and any other is not bounded.
+func (w *walker) boundOf(real string) []string {
+	if w.roots != nil {
+		return w.roots
+	}
+	if w.rw == nil {
+		w.rw, w.shown = canonicalDirs(w.r.Writable), canonicalDirs(append(slices.Clone(w.r.Writable), w.r.Shown...))
+	}
+	for _, d := range w.rw {
+		if within(real, d) {
+			return w.shown
+		}
+	}
+	return nil
+}
+
+// canonicalDirs returns the absolute directories of dirs, each as given
+// (clean) and canonical; never nil.
+func canonicalDirs(dirs []string) []string {
+	out := []string{}
+	for _, d := range dirs {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		out = append(out, filepath.Clean(d))
+		if real, ok := canonical(d); ok && real != filepath.Clean(d) {
+			out = append(out, real)
+		}
+	}
+	return out
 }
 
 // searchDir looks for name in dir and in dir's glibc-hwcaps subdirectories.

@@ -12,6 +12,11 @@
 // the symbolic links those directories hold, when in an interpreter's
 // directories, /usr or /etc/python*.
 //
+// What an object or a script that a sandboxed program may have written names
+// (one beneath Resolver.Writable, or an extension module) is followed only into
+// the system's directories and what the sandbox sees anyway: its search
+// directories, a DT_NEEDED path, its loader, its "#!" interpreter.
+//
 // Every path returned is canonical: absolute, clean and free of symbolic links.
 // That is what a path-based sandbox such as Landlock needs: it checks an access
 // against the file the path resolves to, and never checks the symbolic links
@@ -85,6 +90,12 @@ type Resolver struct {
 	// confined (package hostprobe); where that is not possible, one beneath these
 	// directories (or otherwise not trusted) is refused rather than run.
 	Writable []string
+	// Shown lists the directories the sandbox sees whatever its program needs
+	// (the policy's expose-ro= and expose-rw= directories). What an object or
+	// a script beneath Writable names (its libraries' search directories, its
+	// loader, its "#!" interpreter) is followed only into these, Writable and
+	// the system's directories: a sandboxed program may have written it.
+	Shown []string
 
 	mu       sync.Mutex
 	programs map[fileKey][]Need
@@ -182,6 +193,11 @@ type walker struct {
 	out     map[string]Need
 	objects int
 	libgcc  bool // libgcc_s.so.1, which libc loads at run time, was added
+	// rw, shown: the Resolver's Writable, and Writable with Shown, as given
+	// and canonical (see boundOf); preloaded: the paths LD_PRELOAD and
+	// /etc/ld.so.preload name.
+	rw, shown []string
+	preloaded map[string]bool
 }
 
 func (w *walker) result() []Need {

@@ -137,6 +137,9 @@ func (r *Resolver) askPython(ctx context.Context, path string) (*pythonInfo, err
 	// bin/python3 in a directory exposed read-write) could name any directory of
 	// the host, which the next sandbox of that interpreter would then read.
 	roots := pythonRoots(path)
+	if roots == nil {
+		roots = []string{} // still bounded (see walker.boundOf)
+	}
 	var dirs []string
 	for _, group := range [][]string{a.Paths, a.Site, a.SysPath} {
 		for _, p := range group {
@@ -340,8 +343,11 @@ func (w *walker) scanPythonDirs(dirs []string, exe loaded) {
 				if w.stamps != nil {
 					w.stamps[filepath.Dir(p)] = true
 				}
-				mod := loaded{path: p, real: p, obj: obj}
+				// Every object here is bounded (see loaded.bound): a
+				// site-packages may be one a sandbox writes.
+				mod := loaded{path: p, real: p, obj: obj, bound: w.boundOf(p)}
 				top := exe
+				top.bound = w.boundOf(exe.real)
 				if top.obj == nil {
 					top = mod
 				}
@@ -368,7 +374,9 @@ type diskEntry struct {
 // diskVersion 3: the answer kept only where interpreters keep their
 // directories (pythonRoots), and symbolic links followed only to where
 // linkTargetShown allows (answers of version 2 could name any directory).
-const diskVersion = 3
+// Version 4: an extension module's own search directories and paths lead only
+// to the system's directories and the interpreter's prefixes (loaded.bound).
+const diskVersion = 4
 
 func (k fileKey) String() string {
 	return fmt.Sprintf("%s|%d|%d|%d|%d", k.path, k.dev, k.ino, k.size, k.mtimeNsec)
@@ -422,6 +430,16 @@ func storePythonInfo(k fileKey, info *pythonInfo) {
 		return
 	}
 	_ = diskcache.Write(dir, diskName(k), data)
+}
+
+// ShownOf returns the directories of every expose-ro= and expose-rw= rule among
+// exposes: what a Resolver's Shown holds for a sandbox of that policy.
+func ShownOf(exposes []policy.Expose) []string {
+	out := make([]string, 0, len(exposes))
+	for _, e := range exposes {
+		out = append(out, e.Path)
+	}
+	return out
 }
 
 // WritableOf returns the directories of the expose-rw= rules among exposes:

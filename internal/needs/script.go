@@ -2,6 +2,7 @@ package needs
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -60,6 +61,19 @@ func (w *walker) script(path string, head []byte, depth int) error {
 	// as its interpreter brings nothing into the sandbox.
 	if !isExecutable(interp) {
 		return nil
+	}
+	// A script where a sandbox may write may have been written by one: its
+	// interpreter is followed only where the sandbox sees anyway, or into the
+	// system's directories. Elsewhere it is refused, saying so (exec in the
+	// sandbox would fail with a bare "not found").
+	if real, ok := canonical(path); ok {
+		if ir, ok := canonical(interp); ok {
+			if b := w.boundOf(real); !shownFrom(ir, b) {
+				return fmt.Errorf("needs: %s lies where a sandbox may write, and its #! interpreter %s lies outside "+
+					"what the sandbox sees: it is not brought in (if it is trusted, expose its directory with expose-ro=%s)",
+					path, interp, filepath.Dir(ir))
+			}
+		}
 	}
 	if err := w.program(interp, "interpreter of "+path, depth+1); err != nil {
 		return nil // exec will fail and say why

@@ -135,7 +135,7 @@ func (c *Compiled) Compile(ctx context.Context, pol driver.Policy, accepted driv
 		Exposes:  c.Exposes,
 		Ignores:  pol.Ignores(),
 		Extras:   extras,
-		Resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes())},
+		Resolver: &needs.Resolver{Env: pol.Environ(), Interpreters: interps, Writable: needs.WritableOf(pol.Exposes()), Shown: needs.ShownOf(pol.Exposes())},
 	}
 	if c.IDMap {
 		c.Mapped = c.Exposes
