@@ -140,7 +140,7 @@ func (c *Cmd) Start() error {
 		path = filepath.Join(base, path)
 	}
 	req := &driver.Request{
-		Policy:     c.sb.policy,
+		Policy:     c.sb.osPolicy,
 		Path:       path,
 		Args:       c.Args,
 		Env:        c.sb.policy.Environ(),

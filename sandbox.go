@@ -13,7 +13,10 @@ import (
 // Sandbox runs programs under one policy and one OS provider. It is safe for
 // concurrent use; each Command is independent.
 type Sandbox struct {
-	policy   *policy.Policy
+	policy *policy.Policy
+	// osPolicy is what the OS layer enforces: policy, with its rule files
+	// hidden when the sandbox could otherwise write them (guardRuleFiles).
+	osPolicy driver.Policy
 	provider Provider
 	cfg      config
 	reqs     []Requirement
@@ -129,8 +132,13 @@ func New(ctx context.Context, p *policy.Policy, opts ...Option) (*Sandbox, error
 			return nil, err
 		}
 	}
+	s.osPolicy = p
+	if s.provider.Name() != "none" && s.cfg.python.learn == "" {
+		// (Learning enforces nothing, and os-sandbox=none nothing at all.)
+		s.osPolicy = guardRuleFiles(p, s.provider.Capabilities(), s.cfg.logger)
+	}
 	if c, ok := s.provider.(driver.Compiler); ok {
-		s.compiled, err = c.Compile(ctx, p, s.cfg.accept)
+		s.compiled, err = c.Compile(ctx, s.osPolicy, s.cfg.accept)
 		if err != nil {
 			return nil, fmt.Errorf("os-sandbox %s: %w", s.provider.Name(), err)
 		}

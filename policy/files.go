@@ -302,3 +302,32 @@ func IgnoredByAbsolute(path string, ignores []Ignore) (Ignore, bool) {
 	}
 	return Ignore{}, false
 }
+
+// RuleFiles returns the rule files the policy depends on, canonical (symbolic
+// links resolved; for a file that does not exist yet, its directory's): its
+// main file, the files it includes or would include (a missing include is
+// skipped, and read once it exists), and the file learning writes (learn=).
+// A policy built by code has none but the last.
+func (p *Policy) RuleFiles() []string {
+	var out []string
+	add := func(f string) {
+		if f == "" || !filepath.IsAbs(f) {
+			return
+		}
+		f = filepath.Clean(f)
+		if real, err := filepath.EvalSymlinks(f); err == nil {
+			f = real
+		} else if dir, err := filepath.EvalSymlinks(filepath.Dir(f)); err == nil {
+			f = filepath.Join(dir, filepath.Base(f))
+		}
+		if !slices.Contains(out, f) {
+			out = append(out, f)
+		}
+	}
+	add(p.Path)
+	for _, f := range p.files {
+		add(f)
+	}
+	add(p.learn)
+	return out
+}

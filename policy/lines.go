@@ -181,6 +181,7 @@ func (ld *loader) include(at line, spec, baseDir string, visited map[string]bool
 		ld.errs.add(at.ref, "include %q: %v", spec, err)
 		return nil
 	}
+	ld.p.files = append(ld.p.files, target) // a missing one too: it may be made later
 	key := target
 	if real, err := filepath.EvalSymlinks(target); err == nil {
 		key = real

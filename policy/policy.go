@@ -45,6 +45,7 @@ type Policy struct {
 	provider map[string][]Param
 	locked   *Rule
 	learn    string
+	files    []string // the files included, or attempted (see RuleFiles)
 }
 
 // Rules returns every rule of the policy in load order: rules given by code or on

@@ -5,11 +5,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/providertest"
+	"github.com/pysandboxes/pysandboxes/policy"
 )
 
 // requireIgnoreFilter skips a test of ignore= that needs the filter (root): without
@@ -70,4 +73,48 @@ func TestIgnoreLargeTree(t *testing.T) {
 			t.Errorf("want a warning naming ignore=.env, not enforced, and the bound, got %q", w)
 		}
 	})
+}
+
+// TestRuleFileKeptFromSandbox: a rule file in the directory its policy exposes
+// read-write is hidden from the program (the provider enforces hide), whether
+// an ignore= rule names it or not: the program can neither read, write,
+// remove nor replace it (a rename onto its name, a new file of its name), and
+// the file is unchanged for the next run. Other files of the directory stay
+// writable.
+func TestRuleFileKeptFromSandbox(t *testing.T) {
+	requireIgnoreFilter(t)
+	ctx := context.Background()
+	for _, extra := range []string{"", "ignore=.py-sandboxes\n"} {
+		dir, _ := filepath.EvalSymlinks(t.TempDir())
+		path := filepath.Join(dir, ".py-sandboxes")
+		text := "expose-rw=" + dir + "\n" + extra
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		pol, err := policy.Load(ctx, path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("unshare"), pysandboxes.WithLogger(providertest.QuietLogger()))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		out, err := sb.Command(ctx, "/bin/sh", "-c", `cd "$1" || exit 9
+cat .py-sandboxes 2>/dev/null && echo read
+echo 'expose-ro=/root' >> .py-sandboxes 2>/dev/null && echo appended
+rm -f .py-sandboxes 2>/dev/null && echo removed
+echo 'expose-ro=/root' > other && mv -f other .py-sandboxes 2>/dev/null && echo replaced
+echo 'expose-ro=/root' > .py-sandboxes 2>/dev/null && echo created
+echo new > new.txt && echo done`, "sh", dir).Output()
+		sb.Close()
+		if err != nil {
+			t.Fatalf("%q: %v: %s", text, err, out)
+		}
+		if strings.TrimSpace(string(out)) != "done" {
+			t.Errorf("%q: the program reached the rule file: %q", text, out)
+		}
+		if b, _ := os.ReadFile(path); string(b) != text {
+			t.Errorf("%q: the rule file is now %q", text, b)
+		}
+	}
 }

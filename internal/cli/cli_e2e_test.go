@@ -76,6 +76,22 @@ func TestCheckValidFile(t *testing.T) {
 	}
 }
 
+// TestCheckWarnsOfAWritableRuleFile: check warns, naming the expose-rw= rule,
+// when that directory holds the rule file, and so does run under a provider
+// that cannot hide it from the program.
+func TestCheckWarnsOfAWritableRuleFile(t *testing.T) {
+	dir, _ := filepath.EvalSymlinks(t.TempDir())
+	writeFile(t, filepath.Join(dir, ".py-sandboxes"), "env=A=1\nexpose-rw=.\n")
+	out, errs, code := pysb(t, dir, "check")
+	if code != 0 || !strings.Contains(out+errs, ".py-sandboxes(2): warning: expose-rw="+dir+" holds the rule file") {
+		t.Fatalf("check: exit %d, stdout %q, stderr %q", code, out, errs)
+	}
+	_, errs, code = pysb(t, dir, "run", "--os-sandbox", "subprocess", "--accept-unenforced=all", "--", "/bin/true")
+	if code != 0 || !strings.Contains(errs, "may rewrite a rule file") || !strings.Contains(errs, dir+"/.py-sandboxes") {
+		t.Fatalf("run: exit %d, stderr %q; want 0 and a warning naming the file", code, errs)
+	}
+}
+
 func TestCheckReportsEveryErrorOfEveryFileSorted(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "main.profile"), "include \"common\"\nbogus line\nexpose-ro=/no/such/dir\ninclude \"./sub/extra\"\n")

@@ -1,0 +1,76 @@
+package pysandboxes_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/policy"
+)
+
+// TestWritableRuleFileWarned: under a provider that does not enforce hide
+// (subprocess), a policy whose expose-rw= directory holds one of its own rule
+// files (the main file, an include, one it would include once it exists) starts
+// with a warning naming the file and the expose-rw= rule: a sandboxed program
+// could rewrite it. A deeper expose-ro= over the file, an ignore= over it, or
+// the file outside the writable directory, is no warning; os-sandbox none is
+// not checked. (Under a provider that enforces hide the file is hidden:
+// unshare's TestRuleFileKeptFromSandbox.)
+func TestWritableRuleFileWarned(t *testing.T) {
+	ctx := context.Background()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	for _, tc := range []struct {
+		name, file, text string
+		provider         string
+		warned           string // the rule file named in the warning, "" for none
+		rule             string // the expose-rw= rule named
+	}{
+		{"main file in expose-rw", "a/.py-sandboxes", "env=A=1\nexpose-rw=D\n", "subprocess", "a/.py-sandboxes", ".py-sandboxes(2)"},
+		{"subdirectory writable", "b/.py-sandboxes", "expose-rw=D/work\n", "subprocess", "", ""},
+		{"included file writable", "c/.py-sandboxes", "include \"D/w/extra\"\nexpose-rw=D/w\n", "subprocess", "c/w/extra", ".py-sandboxes(2)"},
+		{"deeper expose-ro", "d/conf/.py-sandboxes", "expose-rw=D/..\nexpose-ro=D\n", "subprocess", "", ""},
+		{"hidden by ignore=", "e/.py-sandboxes", "expose-rw=D\nignore=.py-sandboxes\n", "subprocess", "", ""},
+		{"os-sandbox none", "f/.py-sandboxes", "expose-rw=D\n", "none", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(root, tc.file)
+			dir := filepath.Dir(path)
+			for _, d := range []string{filepath.Join(dir, "work"), filepath.Join(dir, "w")} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := os.WriteFile(path, []byte(strings.ReplaceAll(tc.text, "D", dir)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pol, err := policy.Load(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider(tc.provider),
+				pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+				pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sb.Close()
+			got := logs.String()
+			if tc.warned == "" {
+				if strings.Contains(got, "rule file") {
+					t.Errorf("warned: %s", got)
+				}
+				return
+			}
+			if !strings.Contains(got, "may rewrite a rule file") || !strings.Contains(got, filepath.Join(root, tc.warned)) ||
+				!strings.Contains(got, tc.rule) {
+				t.Errorf("want a warning naming %s and %s, got %s", tc.warned, tc.rule, got)
+			}
+		})
+	}
+}
