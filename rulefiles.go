@@ -3,6 +3,7 @@ package pysandboxes
 import (
 	"fmt"
 	"log/slog"
+	"path/filepath"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -64,3 +65,25 @@ type guardedPolicy struct {
 
 // Ignores returns the policy's ignore= rules and the implicit ones.
 func (g *guardedPolicy) Ignores() []policy.Ignore { return append(g.Policy.Ignores(), g.extra...) }
+
+// warnWritablePath warns, on logger, of each directory of the host's PATH (path)
+// that an expose-rw= directory of p holds: a sandboxed program could plant a
+// command there that the host runs later, outside any sandbox (a provider's
+// own tool, found on PATH, or a command of the user's shell).
+func warnWritablePath(p *policy.Policy, path string, logger *slog.Logger) {
+	seen := map[string]bool{}
+	for _, d := range filepath.SplitList(path) {
+		if !filepath.IsAbs(d) {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(d)
+		if err != nil || seen[real] {
+			continue
+		}
+		seen[real] = true
+		if e, ok := p.Exposed(real); ok && e.Mode == policy.ReadWrite {
+			logger.Warn("a directory of the host's PATH lies where the sandbox may write: a program could plant a command there that the host runs later, outside any sandbox (a provider's own tool, a command of your shell)",
+				"dir", d, "rule", e.Ref.String()+": "+e.Raw)
+		}
+	}
+}

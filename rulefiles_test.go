@@ -74,3 +74,35 @@ func TestWritableRuleFileWarned(t *testing.T) {
 		})
 	}
 }
+
+// TestWritablePathWarned: a directory of the host's PATH that an expose-rw=
+// directory holds is a warning naming it and the rule (a program could plant a
+// command the host runs later); PATH directories outside are not.
+func TestWritablePathWarned(t *testing.T) {
+	ctx := context.Background()
+	root, _ := filepath.EvalSymlinks(t.TempDir())
+	bin := filepath.Join(root, ".venv", "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin+":/usr/bin:/bin")
+	pol, err := policy.NewBuilder().Rule("expose-rw", root).Build(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("subprocess"),
+		pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	got := logs.String()
+	if !strings.Contains(got, "directory of the host's PATH") || !strings.Contains(got, bin) || !strings.Contains(got, "expose-rw="+root) {
+		t.Errorf("want a warning naming %s and expose-rw=%s, got %s", bin, root, got)
+	}
+	if strings.Contains(got, "dir=/usr/bin") {
+		t.Errorf("a PATH directory outside was named: %s", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -136,6 +137,7 @@ func New(ctx context.Context, p *policy.Policy, opts ...Option) (*Sandbox, error
 	if s.provider.Name() != "none" && s.cfg.python.learn == "" {
 		// (Learning enforces nothing, and os-sandbox=none nothing at all.)
 		s.osPolicy = guardRuleFiles(p, s.provider.Capabilities(), s.cfg.logger)
+		warnWritablePath(p, os.Getenv("PATH"), s.cfg.logger)
 	}
 	if c, ok := s.provider.(driver.Compiler); ok {
 		s.compiled, err = c.Compile(ctx, s.osPolicy, s.cfg.accept)
