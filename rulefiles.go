@@ -9,48 +9,30 @@ import (
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
-// writableRuleFiles returns the policy's rule files (policy.RuleFiles: the main
-// file, its includes, missing ones too, and the learn= file) that an expose-rw=
-// directory holds without a deeper expose-ro= or an ignore= rule over them,
-// with the expose-rw= rule of each: a sandboxed program could rewrite them, and
-// the next run would obey what it wrote.
-func writableRuleFiles(p *policy.Policy) (files []string, by []policy.Expose) {
-	for _, f := range p.RuleFiles() {
-		e, ok := p.Exposed(f)
-		if !ok || e.Mode != policy.ReadWrite {
-			continue
-		}
-		if _, hidden := p.Ignored(f); hidden {
-			continue
-		}
-		files, by = append(files, f), append(by, e)
-	}
-	return files, by
-}
-
 // guardRuleFiles returns the policy the OS layer enforces for p: p itself, or,
-// when an expose-rw= directory holds one of p's rule files and the provider
+// when an expose-rw= directory holds one of p's rule files
+// (Policy.WritableRuleFiles) and the provider
 // enforces hide (caps), p with an implicit ignore= of each such file (its
 // absolute path), so that the program can neither read, write, replace nor
 // create it. Without hide, each such file is a warning on logger: the program
 // may rewrite it.
 func guardRuleFiles(p *policy.Policy, caps Capability, logger *slog.Logger) driver.Policy {
-	files, by := writableRuleFiles(p)
-	if len(files) == 0 {
+	ws := p.WritableRuleFiles()
+	if len(ws) == 0 {
 		return p
 	}
 	if !caps.Has(CapHide) {
-		for i, f := range files {
+		for _, w := range ws {
 			logger.Warn("a sandboxed program may rewrite a rule file of its policy, and the next run would obey what it wrote: keep the rule file out of the expose-rw= directory, or use a provider that enforces hide (it is then hidden from the program)",
-				"file", f, "rule", by[i].Ref.String()+": "+by[i].Raw)
+				"file", w.File, "rule", w.By.Ref.String()+": "+w.By.Raw)
 		}
 		return p
 	}
 	g := &guardedPolicy{Policy: p}
-	for i, f := range files {
+	for _, w := range ws {
 		g.extra = append(g.extra, policy.Ignore{
-			Rule:     policy.Rule{Ref: by[i].Ref, Raw: fmt.Sprintf("ignore=%s (implicit: a rule file in %s)", f, by[i].Raw), Key: "ignore", Value: f},
-			Pattern:  f,
+			Rule:     policy.Rule{Ref: w.By.Ref, Raw: fmt.Sprintf("ignore=%s (implicit: a rule file in %s)", w.File, w.By.Raw), Key: "ignore", Value: w.File},
+			Pattern:  w.File,
 			Absolute: true,
 		})
 	}

@@ -89,3 +89,24 @@ func ExamplePolicy_String() {
 	// python-import=json, csv  # <arg>
 	// python-api=ALLOW:threads  # <arg>
 }
+
+// A rule file in a directory its policy exposes read-write could be rewritten
+// by the sandboxed program, for the next run to obey: WritableRuleFiles names
+// each such file (its includes too, missing ones included) and the rule.
+func ExamplePolicy_WritableRuleFiles() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	os.Mkdir(filepath.Join(dir, "out"), 0o755)
+	os.WriteFile(filepath.Join(dir, ".py-sandboxes"), []byte(
+		"include \"./out/extra.py-sandboxes\"\nexpose-ro=.\nexpose-rw=./out\n"), 0o644)
+	p, err := policy.Load(context.Background(), filepath.Join(dir, ".py-sandboxes"), &policy.Options{Dir: dir})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, w := range p.WritableRuleFiles() {
+		fmt.Println(filepath.Base(w.File), "held by", w.By.Ref.Line, w.By.Raw)
+	}
+	// Output:
+	// extra.py-sandboxes held by 3 expose-rw=./out
+}

@@ -331,3 +331,31 @@ func (p *Policy) RuleFiles() []string {
 	add(p.learn)
 	return out
 }
+
+// WritableRuleFile is a rule file of a policy that one of its expose-rw=
+// directories holds (see WritableRuleFiles).
+type WritableRuleFile struct {
+	// File is the rule file, canonical.
+	File string
+	// By is the expose-rw= rule that holds it.
+	By Expose
+}
+
+// WritableRuleFiles returns the policy's rule files (RuleFiles) that an
+// expose-rw= directory holds with neither a deeper expose-ro= nor an ignore=
+// rule over them: a program sandboxed under the policy could rewrite them, and
+// the next run would obey what it wrote.
+func (p *Policy) WritableRuleFiles() []WritableRuleFile {
+	var out []WritableRuleFile
+	for _, f := range p.RuleFiles() {
+		e, ok := p.Exposed(f)
+		if !ok || e.Mode != ReadWrite {
+			continue
+		}
+		if _, hidden := p.Ignored(f); hidden {
+			continue
+		}
+		out = append(out, WritableRuleFile{File: f, By: e})
+	}
+	return out
+}

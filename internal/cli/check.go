@@ -132,16 +132,11 @@ func check(ctx context.Context, args []string, env *Env) int {
 	// A rule file an expose-rw= directory holds: a sandbox could rewrite it
 	// unless the provider hides it (one that enforces hide does).
 	if pol != nil {
-		for _, f := range pol.RuleFiles() {
-			if e, ok := pol.Exposed(f); ok && e.Mode == policy.ReadWrite {
-				if _, hidden := pol.Ignored(f); hidden {
-					continue
-				}
-				msg := fmt.Sprintf("expose-rw=%s holds the rule file %s: a sandbox could rewrite it, and the next run "+
-					"would obey what it wrote, unless the provider hides it (one that enforces hide does); keep the "+
-					"rule file out of that directory", e.Path, f)
-				rep.Warnings = append(rep.Warnings, checkProblem{File: refName(e.Ref), Line: e.Ref.Line, Message: msg})
-			}
+		for _, w := range pol.WritableRuleFiles() {
+			msg := fmt.Sprintf("expose-rw=%s holds the rule file %s: a sandbox could rewrite it, and the next run "+
+				"would obey what it wrote, unless the provider hides it (one that enforces hide does); keep the "+
+				"rule file out of that directory", w.By.Path, w.File)
+			rep.Warnings = append(rep.Warnings, checkProblem{File: refName(w.By.Ref), Line: w.By.Ref.Line, Message: msg})
 		}
 	}
 	rep.Warnings = slices.CompactFunc(rep.Warnings, func(a, b checkProblem) bool { return a.File == b.File && a.Line == b.Line && a.Message == b.Message })
