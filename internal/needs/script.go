@@ -2,6 +2,7 @@ package needs
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,11 @@ func (r *Resolver) Shebang(head []byte) (interp, command string) {
 	return interp, lookPath(name, r.pathList())
 }
 
+// ErrNotShown is wrapped by the error for a "#!" script that a sandbox may have
+// written (beneath Resolver.Writable) naming an interpreter outside what the
+// sandbox sees and the system's directories.
+var ErrNotShown = errors.New("it is not brought into the sandbox")
+
 // script adds the interpreter of a "#!" script, and for "#!/usr/bin/env NAME" the
 // command NAME found on PATH.
 func (w *walker) script(path string, head []byte, depth int) error {
@@ -70,8 +76,8 @@ func (w *walker) script(path string, head []byte, depth int) error {
 		if ir, ok := canonical(interp); ok {
 			if b := w.boundOf(real); !shownFrom(ir, b) {
 				return fmt.Errorf("needs: %s lies where a sandbox may write, and its #! interpreter %s lies outside "+
-					"what the sandbox sees: it is not brought in (if it is trusted, expose its directory with expose-ro=%s)",
-					path, interp, filepath.Dir(ir))
+					"what the sandbox sees: %w (if it is trusted, expose its directory with expose-ro=%s)",
+					path, interp, ErrNotShown, filepath.Dir(ir))
 			}
 		}
 	}
