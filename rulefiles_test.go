@@ -52,15 +52,7 @@ func TestWritableRuleFileWarned(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			var logs bytes.Buffer
-			sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider(tc.provider),
-				pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-				pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-			if err != nil {
-				t.Fatal(err)
-			}
-			sb.Close()
-			got := logs.String()
+			got := newLogged(t, pol, tc.provider)
 			if tc.warned == "" {
 				if strings.Contains(got, "rule file") {
 					t.Errorf("warned: %s", got)
@@ -90,19 +82,26 @@ func TestWritablePathWarned(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs bytes.Buffer
-	sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("subprocess"),
-		pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
-		pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
-	if err != nil {
-		t.Fatal(err)
-	}
-	sb.Close()
-	got := logs.String()
+	got := newLogged(t, pol, "subprocess")
 	if !strings.Contains(got, "directory of the host's PATH") || !strings.Contains(got, bin) || !strings.Contains(got, "expose-rw="+root) {
 		t.Errorf("want a warning naming %s and expose-rw=%s, got %s", bin, root, got)
 	}
 	if strings.Contains(got, "dir=/usr/bin") {
 		t.Errorf("a PATH directory outside was named: %s", got)
 	}
+}
+
+// newLogged makes (and closes) a sandbox of pol under provider, every
+// capability accepted, and returns what it logged.
+func newLogged(t *testing.T, pol *policy.Policy, provider string) string {
+	t.Helper()
+	var logs bytes.Buffer
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(provider),
+		pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+		pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb.Close()
+	return logs.String()
 }

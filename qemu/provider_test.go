@@ -501,6 +501,7 @@ func TestEvalBesideBusyProgram(t *testing.T) {
 	}
 	defer sb.Close()
 	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
 	before := len(qemuChildren())
 	if _, err := sb.Eval(ctx, "1 + 1", nil); err != nil { // the VM and the zygote up
 		t.Fatal(err)
