@@ -260,7 +260,15 @@ const (
 	Out = "out"
 	// Both: a socket, read and written, with half-closes.
 	Both = "both"
+	// Port: the VM's own port for one channel (FastPort), read and written
+	// by the program directly, not relayed by the init; given once in a VM's
+	// life. The host's end of it closes both ways at once.
+	Port = "port"
 )
+
+// FastPort is the name of the virtio-serial port that one program of a VM
+// gets as a descriptor of its own (Port).
+const FastPort = "pysb.fast"
 
 // FD is one descriptor of a program.
 type FD struct {
