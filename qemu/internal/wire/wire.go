@@ -1,7 +1,8 @@
 // Package wire is the protocol between the qemu provider (the host) and the
 // init of its guest, over one virtio-serial port: frames that start programs,
 // carry their standard streams and extra descriptors (multiplexed, each stream
-// with its own flow-control window), deliver signals and report exits.
+// with its own flow-control window), deliver signals and report exits. A
+// second port (FastPort) carries one program's channel as it is, unframed.
 //
 // A frame is a 2-byte magic, a 1-byte type, a 4-byte id (a program or a
 // stream, by type), a 4-byte payload length and the payload (at most
