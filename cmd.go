@@ -66,6 +66,8 @@ type Cmd struct {
 	// nil, replaces the policy's environment (learning mode).
 	ext cmdExt
 	env []string
+	// channel is driver.Request.Channel (set by ext.prepare).
+	channel int
 }
 
 // cmdExt is the hook points of a Cmd made by Sandbox.Python.
@@ -147,6 +149,7 @@ func (c *Cmd) Start() error {
 		Dir:        c.Dir,
 		Limits:     c.sb.cfg.limits,
 		ExtraFiles: c.ExtraFiles,
+		Channel:    c.channel,
 		Helper:     c.sb.cfg.helper,
 		Logger:     c.sb.cfg.logger,
 		Compiled:   c.sb.compiled,

@@ -670,6 +670,9 @@ func (r *zygoteRun) prepare(c *Cmd) error {
 	}
 	r.z = z
 	r.attach(c, in, z.Session())
+	// The zygote's host closes its channel whole (CloseWrite, then nothing
+	// more is read): a provider may carry it on a faster path.
+	c.channel = 2 + len(c.ExtraFiles)
 	return nil
 }
 

@@ -83,6 +83,13 @@ type Request struct {
 	Limits Limits
 	// ExtraFiles are passed to the program as descriptors 3, 4, ...
 	ExtraFiles []*os.File
+	// Channel, when not 0, is the descriptor (3 or more) of one of ExtraFiles:
+	// a socket that carries requests whose answers the caller waits for, and
+	// that the caller closes whole (once it has shut down its writing side, it
+	// reads nothing more from it). A provider may carry it on a faster path
+	// than its other descriptors (qemu: a virtio-serial port of its own, which
+	// cannot relay a shutdown of one direction alone).
+	Channel int
 	// Helper is the supervisor binary ("" is the host binary, see
 	// pysandboxes.WithHelper).
 	Helper string

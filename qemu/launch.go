@@ -296,12 +296,17 @@ func (r *run) start(ctx context.Context) (int, error) {
 	if m.Env == nil {
 		m.Env = []string{}
 	}
-	proc, err := ent.v.spawn(m, fds)
+	proc, err := ent.v.spawn(m, fds, r.req.Channel)
 	if err != nil {
 		r.c.pool.release(ent, true)
 		return 0, err
 	}
 	r.proc = proc
+	for _, s := range proc.streams {
+		if s.fast != nil {
+			r.logger.Debug("os-sandbox qemu: the channel on the VM's own port", "fd", r.req.Channel)
+		}
+	}
 	for _, s := range proc.streams {
 		if s.fd.Dir == wire.Out || s.fd.Dir == wire.Both {
 			r.outs = append(r.outs, s)

@@ -484,6 +484,11 @@ func TestCallAndEval(t *testing.T) {
 			t.Errorf("Eval %d: %v (%T)", i, v, v)
 		}
 	}
+	// The eval zygote reads and writes its channel itself, on its VM's own
+	// port (not relayed by the guest's init).
+	if !strings.Contains(shared.log.String(), "the channel on the VM's own port") {
+		t.Errorf("the eval zygote's channel is not on its VM's own port:\n%s", shared.log.String())
+	}
 }
 
 // TestEvalBesideBusyProgram: evaluations are answered while another program

@@ -34,6 +34,9 @@ type hstream struct {
 	// (its EOF, or the stream's end).
 	drained chan struct{}
 	once    sync.Once
+	// fast: the stream is on the VM's own port (fast.go), not relayed by
+	// the init (flow is nil then).
+	fast *fastStream
 }
 
 func (s *hstream) push(b []byte) error { return s.flow.Push(b) }
@@ -41,6 +44,10 @@ func (s *hstream) credit(n int64)      { s.flow.Credit(n) }
 
 // abort stops the stream (the VM is gone).
 func (s *hstream) abort() {
+	if s.fast != nil {
+		s.fastAbort()
+		return
+	}
 	s.flow.Stop()
 	if s.fd.StopR != nil {
 		s.fd.StopR()
@@ -95,7 +102,10 @@ func (p *hproc) exited(st syscall.WaitStatus, msg string) {
 	p.once.Do(func() {
 		p.status, p.msg = st, msg
 		for _, s := range p.streams {
-			if s.fd.Dir == wire.In || s.fd.Dir == wire.Both {
+			switch {
+			case s.fast != nil:
+				s.fastEnded()
+			case s.fd.Dir == wire.In || s.fd.Dir == wire.Both:
 				s.abort()
 			}
 		}
@@ -122,8 +132,9 @@ func (p *hproc) lost(v *vm) {
 var ErrVMEnded = errors.New("qemu: the VM ended")
 
 // spawn starts a program in the VM: m without its descriptors, fds the
-// host's side of them (0, 1, 2, 3...).
-func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD) (*hproc, error) {
+// host's side of them (0, 1, 2, 3...). channel, when not 0, is the
+// descriptor of a socket that may take the VM's own port (fast.go).
+func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD, channel int) (*hproc, error) {
 	v.mu.Lock()
 	select {
 	case <-v.dead:
@@ -138,9 +149,17 @@ func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD) (*hproc, error) {
 	p := &hproc{id: v.nextID, startCh: make(chan struct{}), exitCh: make(chan struct{})}
 	v.nextID++
 	m.FDs = nil
-	for _, fd := range fds {
+	for i, fd := range fds {
 		if fd.Dir == "" {
 			m.FDs = append(m.FDs, wire.FD{})
+			continue
+		}
+		if i == channel && channel >= 3 && fd.Dir == wire.Both && !v.fastUsed {
+			v.fastUsed = true
+			s := &hstream{id: v.nextID, fd: fd, fast: &fastStream{port: v.fast}, drained: make(chan struct{})}
+			v.nextID++
+			p.streams = append(p.streams, s)
+			m.FDs = append(m.FDs, wire.FD{Stream: s.id, Dir: wire.Port})
 			continue
 		}
 		s := &hstream{id: v.nextID, fd: fd, flow: wire.NewFlow(v.w, v.nextID), drained: make(chan struct{})}
@@ -170,6 +189,11 @@ func (v *vm) spawn(m wire.SpawnMsg, fds []hostFD) (*hproc, error) {
 		case wire.Out:
 			go s.toHost()
 		case wire.Both:
+			if s.fast != nil {
+				go s.fastToGuest()
+				go s.fastToHost()
+				continue
+			}
 			go s.toGuest()
 			go s.toHost()
 		}

@@ -84,7 +84,8 @@ const (
 	fdCtl     = 3
 	fdMon     = 4
 	fdConsole = 5
-	fdState   = 6
+	fdFast    = 6
+	fdState   = 7
 )
 
 // args returns QEMU's arguments.
@@ -95,8 +96,10 @@ func (m *machine) args(shares []share, empty string, incoming bool, netdev strin
 		"-kernel", m.Kernel, "-initrd", m.Initrd, "-append", m.Cmdline,
 		"-chardev", fmt.Sprintf("socket,id=con,fd=%d", fdConsole), "-serial", "chardev:con",
 		"-chardev", fmt.Sprintf("socket,id=mon,fd=%d", fdMon), "-mon", "chardev=mon,mode=control",
-		"-device", "virtio-serial-device,id=vs,max_ports=2",
+		"-device", "virtio-serial-device,id=vs,max_ports=3",
 		"-chardev", fmt.Sprintf("socket,id=ctl,fd=%d", fdCtl), "-device", "virtserialport,bus=vs.0,chardev=ctl,name=pysb.ctl",
+		// One program's channel (fast.go).
+		"-chardev", fmt.Sprintf("socket,id=fast,fd=%d", fdFast), "-device", "virtserialport,bus=vs.0,chardev=fast,name=" + wire.FastPort,
 	}
 	for i := range slots {
 		s := share{Path: empty, ReadOnly: true}
@@ -137,11 +140,15 @@ func escapeOpt(s string) string { return strings.ReplaceAll(s, ",", ",,") }
 
 // vm is one running QEMU and the host's side of its channel.
 type vm struct {
-	cmd  *exec.Cmd
-	ctl  *os.File
-	mon  *qmp
-	w    *wire.Writer
-	cons *ring
+	cmd *exec.Cmd
+	ctl *os.File
+	// fast is the host's end of the VM's own port for one program's channel
+	// (fast.go); fastUsed: given to a program already (once in the VM's life).
+	fast     *os.File
+	fastUsed bool
+	mon      *qmp
+	w        *wire.Writer
+	cons     *ring
 
 	mu      sync.Mutex
 	streams map[uint32]*hstream
@@ -201,8 +208,20 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 		monQ.Close()
 		return nil, err
 	}
-	closers = append(closers, ctlQ, monQ, conQ)
-	files := []*os.File{ctlQ, monQ, conQ}
+	// The VM's own port for one program's channel (fast.go); non-blocking,
+	// so that its reads can have a deadline.
+	fast, fastQ, err := pair(true)
+	if err != nil {
+		ctl.Close()
+		ctlQ.Close()
+		mon.Close()
+		monQ.Close()
+		con.Close()
+		conQ.Close()
+		return nil, err
+	}
+	closers = append(closers, ctlQ, monQ, conQ, fastQ)
+	files := []*os.File{ctlQ, monQ, conQ, fastQ}
 	if state != nil {
 		files = append(files, state)
 	}
@@ -223,6 +242,7 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 		ctl.Close()
 		mon.Close()
 		con.Close()
+		fast.Close()
 		return nil, err
 	}
 	var cg *qemuCgroup
@@ -244,7 +264,7 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 		return failed(err)
 	}
 	closeAll()
-	v := &vm{cmd: cmd, ctl: ctl, cons: &ring{max: 32 << 10},
+	v := &vm{cmd: cmd, ctl: ctl, fast: fast, cons: &ring{max: 32 << 10},
 		streams: map[uint32]*hstream{}, procs: map[uint32]*hproc{}, nextID: 1,
 		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{})}
 	v.w = wire.NewWriter(&ctlWriter{f: ctl, timeout: ctlWriteTimeout, stalled: func() {
@@ -268,6 +288,7 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 		v.mu.Unlock()
 		close(v.dead)
 		v.ctl.Close()
+		v.fast.Close()
 		v.mon.close()
 		for _, f := range fns {
 			f()

@@ -31,6 +31,12 @@ type guest struct {
 	bootTimes string
 	// spares: a stage 2 started ahead of the next program (spare.go).
 	spares *spares
+	// fastPort is the VM's own port for one program's channel, open for the
+	// VM's life once given (a port the guest closes may drop what QEMU had not
+	// written to the host yet); fastGiven: given already (once in the VM's life:
+	// what a program left unread in it would reach the next).
+	fastPort  *os.File
+	fastGiven bool
 }
 
 func newGuest(port *os.File) *guest {
@@ -291,6 +297,31 @@ func (p *proc) control(w *os.File, spec []byte) {
 	}
 }
 
+// givePort returns a descriptor of the VM's own port (wire.FastPort) for a
+// program: the port is read and written by the program itself, not relayed.
+func (g *guest) givePort() (*os.File, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.fastGiven {
+		return nil, fmt.Errorf("the port %s was given already", wire.FastPort)
+	}
+	g.fastGiven = true
+	dev, err := findPort(wire.FastPort, time.Second)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(dev, os.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", dev, err)
+	}
+	g.fastPort = f
+	fd, err := unix.FcntlInt(f.Fd(), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", dev, err)
+	}
+	return os.NewFile(uintptr(fd), dev), nil
+}
+
 // spawn starts a program's stage 2 and its relays.
 func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 	fail := func(err error) {
@@ -339,6 +370,15 @@ func (g *guest) spawn(id uint32, m *wire.SpawnMsg) {
 				return
 			}
 			mine, theirs = r, w
+		case fd.Dir == wire.Port:
+			f, err := g.givePort()
+			if err != nil {
+				closeAll()
+				fail(err)
+				return
+			}
+			progFiles = append(progFiles, f)
+			continue
 		case fd.Dir == wire.Both:
 			fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 			if err != nil {

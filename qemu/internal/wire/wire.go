@@ -1,7 +1,8 @@
 // Package wire is the protocol between the qemu provider (the host) and the
 // init of its guest, over one virtio-serial port: frames that start programs,
 // carry their standard streams and extra descriptors (multiplexed, each stream
-// with its own flow-control window), deliver signals and report exits.
+// with its own flow-control window), deliver signals and report exits. A
+// second port (FastPort) carries one program's channel as it is, unframed.
 //
 // A frame is a 2-byte magic, a 1-byte type, a 4-byte id (a program or a
 // stream, by type), a 4-byte payload length and the payload (at most
@@ -260,7 +261,15 @@ const (
 	Out = "out"
 	// Both: a socket, read and written, with half-closes.
 	Both = "both"
+	// Port: the VM's own port for one channel (FastPort), read and written
+	// by the program directly, not relayed by the init; given once in a VM's
+	// life. The host's end of it closes both ways at once.
+	Port = "port"
 )
+
+// FastPort is the name of the virtio-serial port that one program of a VM
+// gets as a descriptor of its own (Port).
+const FastPort = "pysb.fast"
 
 // FD is one descriptor of a program.
 type FD struct {
