@@ -50,8 +50,9 @@ func (g *guardedPolicy) Ignores() []policy.Ignore { return append(g.Policy.Ignor
 
 // warnWritablePath warns, on logger, of each directory of the host's PATH (path)
 // that an expose-rw= directory of p holds: a sandboxed program could plant a
-// command there that the host runs later, outside any sandbox (a provider's
-// own tool, found on PATH, or a command of the user's shell).
+// command there that the host runs later, outside any sandbox (a command of the
+// user's shell, or a provider's own tool when no system directory holds it:
+// package internal/systool looks there first).
 func warnWritablePath(p *policy.Policy, path string, logger *slog.Logger) {
 	seen := map[string]bool{}
 	for _, d := range filepath.SplitList(path) {

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -232,14 +233,14 @@ func pythonConfigs(ctx context.Context, python string) []config {
 // what the providers do, when they are installed.
 func directConfigs(argv []string) []config {
 	var out []config
-	if path, err := exec.LookPath("bwrap"); err == nil {
+	if path, err := systool.Find("bwrap", ""); err == nil {
 		args := []string{"--ro-bind", "/usr", "/usr", "--symlink", "usr/lib", "/lib", "--symlink", "usr/lib64", "/lib64",
 			"--symlink", "usr/bin", "/bin", "--proc", "/proc", "--dev", "/dev", "--unshare-all", "--die-with-parent", "--clearenv"}
 		out = append(out, config{name: "bwrap binary", run: func() error {
 			return exec.Command(path, append(args, argv...)...).Run()
 		}})
 	}
-	if path, err := exec.LookPath("firejail"); err == nil && os.Geteuid() == 0 {
+	if path, err := systool.Find("firejail", ""); err == nil && os.Geteuid() == 0 {
 		args := []string{"--quiet", "--noprofile", "--net=none", "--caps.drop=all", "--nonewprivs", "--seccomp"}
 		out = append(out, config{name: "firejail binary", run: func() error {
 			return exec.Command(path, append(args, argv...)...).Run()

@@ -2,6 +2,7 @@ package bwrap
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 )
 
 // TestCapabilitiesTable: what the provider claims, with and without seccomp,
@@ -59,13 +61,13 @@ func TestRegisteredCapabilities(t *testing.T) {
 	}
 }
 
-// TestProbeMissingBinary: a missing bwrap is a probe error saying how to get it,
-// and no capability is claimed.
+// TestProbeMissingBinary: a missing bwrap (in no system directory, nor on PATH)
+// is a probe error saying how to get it, and no capability is claimed.
 func TestProbeMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	p := &Provider{}
+	p := &Provider{tools: systool.Finder{System: []string{t.TempDir()}}}
 	err := p.Probe(context.Background())
-	if err == nil || p.Capabilities() != 0 {
+	if !errors.Is(err, systool.ErrNotFound) || p.Capabilities() != 0 {
 		t.Fatalf("got %v, caps %s", err, p.Capabilities())
 	}
 	if want := "install the bubblewrap package"; !strings.Contains(err.Error(), want) {

@@ -15,6 +15,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/seccomp"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -47,7 +48,7 @@ var help = wrapper.Help{
 
 // host returns what the probe found here (probed at the first call).
 func (p *Provider) host() hostState {
-	return p.core.Host(func() hostState { return probeHost(p.Binary) })
+	return p.core.Host(func() hostState { return probeHost(p.Binary, p.tools) })
 }
 
 // core is what the shared steps (package internal/wrapper) read of the host.
@@ -65,11 +66,11 @@ func (h hostState) core() wrapper.Host {
 
 // probeHost finds bwrap, reads its version and options, and runs it once to check
 // that it can create its namespaces here.
-func probeHost(binary string) hostState {
+func probeHost(binary string, tools systool.Finder) hostState {
 	var h hostState
 	h.seccompErr = seccomp.Available()
 	h.landlock, _ = supervise.LandlockABI()
-	binary, h.err = wrapper.Lookup(binary, "bwrap", "bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
+	binary, h.err = wrapper.Lookup(tools, binary, "bwrap", "bwrap (bubblewrap) is not installed: install the bubblewrap package (apt-get install bubblewrap, dnf install bubblewrap, apk add bubblewrap)")
 	if h.err != nil {
 		return h
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/prepare"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -20,8 +21,13 @@ const Name = "bwrap"
 // Provider is the bwrap provider. Importing the package registers one; its zero
 // value is ready to use (with pysandboxes.UseProvider, for example).
 type Provider struct {
-	// Binary, when set, is the bwrap binary to use (default: bwrap on PATH).
+	// Binary, when set, is the bwrap binary to use (default: bwrap in the
+	// system's directories, else on PATH when no other user could replace
+	// it: package internal/systool).
 	Binary string
+	// tools finds bwrap when Binary is not set (tests name an empty system
+	// directory there).
+	tools systool.Finder
 
 	core prepare.Core[hostState]
 }

@@ -2,6 +2,7 @@ package firejail
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"os/user"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 )
 
 // TestCapabilitiesTable: what the provider claims, with and without env(1) and
@@ -43,13 +45,13 @@ func TestCapabilitiesTable(t *testing.T) {
 	}
 }
 
-// TestProbeMissingBinary: a missing firejail is a probe error saying how to get
-// it, and no capability is claimed.
+// TestProbeMissingBinary: a missing firejail (in no system directory, nor on
+// PATH) is a probe error saying how to get it, and no capability is claimed.
 func TestProbeMissingBinary(t *testing.T) {
 	t.Setenv("PATH", t.TempDir())
-	p := &Provider{}
+	p := &Provider{tools: systool.Finder{System: []string{t.TempDir()}}}
 	err := p.Probe(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "install the firejail package") || p.Capabilities() != 0 {
+	if !errors.Is(err, systool.ErrNotFound) || !strings.Contains(err.Error(), "install the firejail package") || p.Capabilities() != 0 {
 		t.Fatalf("got %v, caps %s", err, p.Capabilities())
 	}
 }

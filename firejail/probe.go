@@ -2,6 +2,7 @@ package firejail
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -57,7 +59,7 @@ var help = wrapper.Help{
 
 // host returns what the probe found here (probed at the first call).
 func (p *Provider) host() hostState {
-	return p.core.Host(func() hostState { return probeHost(p.Binary) })
+	return p.core.Host(func() hostState { return probeHost(p.Binary, p.tools) })
 }
 
 // core is what the shared steps (package internal/wrapper) read of the host.
@@ -75,13 +77,16 @@ func (h hostState) core() wrapper.Host {
 
 // probeHost finds firejail, checks that this user may run it, and runs it once to
 // check that it really isolates a program here.
-func probeHost(binary string) hostState {
+func probeHost(binary string, tools systool.Finder) hostState {
 	var h hostState
 	abi, _ := supervise.LandlockABI()
 	h.listen = abi >= nsutil.ListenABI && os.Geteuid() == 0
-	binary, h.err = wrapper.Lookup(binary, "firejail", "firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
+	binary, h.err = wrapper.Lookup(tools, binary, "firejail", "firejail is not installed: install the firejail package (apt-get install firejail, dnf install firejail)")
 	if h.err != nil {
-		if err := notExecutable(); err != nil {
+		if !errors.Is(h.err, systool.ErrNotFound) {
+			return h
+		}
+		if err := notExecutable(tools.Dirs()); err != nil {
 			h.err = err
 		}
 		return h

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 )
 
 // nobodyUID is the user firejail never lets use it.
@@ -160,7 +162,7 @@ func TestProbeFirejailNotExecutable(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Setenv("PATH", dir)
-	p := &Provider{}
+	p := &Provider{tools: systool.Finder{System: []string{t.TempDir()}}}
 	err := p.Probe(context.Background())
 	var ue *UserError
 	if !errors.As(err, &ue) || ue.Binary != fj || !errors.Is(err, ErrUserNotAllowed) {

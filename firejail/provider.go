@@ -8,6 +8,7 @@ import (
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/prepare"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/internal/wrapper"
 )
 
@@ -21,8 +22,13 @@ const Name = "firejail"
 // Provider is the firejail provider. Importing the package registers one; its
 // zero value is ready to use (with pysandboxes.UseProvider, for example).
 type Provider struct {
-	// Binary, when set, is the firejail binary to use (default: firejail on PATH).
+	// Binary, when set, is the firejail binary to use (default: firejail in the
+	// system's directories, else on PATH when no other user could replace
+	// it: package internal/systool).
 	Binary string
+	// tools finds firejail when Binary is not set (tests name an empty system
+	// directory there).
+	tools systool.Finder
 
 	core prepare.Core[hostState]
 	// envs caches what firejail does to environments, by the names they hold.

@@ -96,13 +96,11 @@ func checkUser() error {
 	return &UserError{User: name, UID: uid, File: usersFile}
 }
 
-// notExecutable explains a firejail on PATH that this user cannot execute (a
-// binary restricted to a group): nil when there is none.
-func notExecutable() error {
-	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-		if !filepath.IsAbs(dir) {
-			continue
-		}
+// notExecutable explains a firejail in dirs (where the probe looked for it)
+// that this user cannot execute (a binary restricted to a group): nil when
+// there is none.
+func notExecutable(dirs []string) error {
+	for _, dir := range dirs {
 		p := filepath.Join(dir, "firejail")
 		st, err := os.Stat(p)
 		if err != nil || !st.Mode().IsRegular() || syscall.Access(p, 1) == nil {

@@ -2,16 +2,15 @@ package qemu
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes/driver"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/prepare"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 )
 
 func init() {
@@ -66,9 +65,11 @@ func (p *Provider) host() *hostState {
 func probeHost(ctx context.Context, binary, kernelImage string, cg *cgroupHost) *hostState {
 	h := &hostState{cgroups: cg}
 	if binary == "" {
-		b, err := exec.LookPath("qemu-system-x86_64")
+		// The system's directories before PATH, never a QEMU another user
+		// could replace (package systool): the host runs it.
+		b, err := systool.Find("qemu-system-x86_64", "qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")
 		if err != nil {
-			h.err = errors.New("qemu-system-x86_64 is not installed (apt-get install qemu-system-x86)")
+			h.err = err
 			return h
 		}
 		binary = b

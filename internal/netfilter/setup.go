@@ -14,6 +14,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -227,12 +228,17 @@ func (s *Session) Close() error {
 // sandbox's network namespace (root) or the unprivileged way (user namespaces and
 // a cgo build), nftables in the kernel, /dev/net/tun and slirp4netns. The error
 // says what is missing (wrapping ErrUnprivileged when it is the privileges).
-func Available(ctx context.Context) error {
+// slirp4netns, and the sleep the unprivileged probe runs, are looked for in
+// the system's directories before PATH (package systool).
+func Available(ctx context.Context) error { return available(ctx, systool.Finder{}) }
+
+// available is Available with the host tools found by tools.
+func available(ctx context.Context, tools systool.Finder) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	var errs []error
-	if _, err := lookSlirp(); err != nil {
+	if _, err := lookSlirp(tools); err != nil {
 		errs = append(errs, err)
 	}
 	if st, err := os.Stat("/dev/net/tun"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
@@ -257,7 +263,7 @@ func Available(ctx context.Context) error {
 		}
 	} else if err := unprivilegedWay("probe"); err != nil {
 		errs = append(errs, err)
-	} else if err := probeUnprivileged(ctx); err != nil {
+	} else if err := probeUnprivileged(ctx, tools); err != nil {
 		errs = append(errs, err)
 	}
 	if len(errs) > 0 {
@@ -267,13 +273,14 @@ func Available(ctx context.Context) error {
 }
 
 // probeUnprivileged tries the unprivileged way for real: a process in new user and
-// network namespaces, and the helper installing a table there.
-func probeUnprivileged(ctx context.Context) error {
-	sleep, err := exec.LookPath("sleep")
+// network namespaces (sleep, found by tools), and the helper installing a table
+// there.
+func probeUnprivileged(ctx context.Context, tools systool.Finder) error {
+	sleep, err := tools.Find("sleep", "")
 	if err != nil {
 		return fmt.Errorf("probing the unprivileged way: %w", err)
 	}
-	cmd := exec.Command(sleep, "30")
+	cmd := exec.CommandContext(ctx, sleep, "30")
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Geteuid(), Size: 1}},

@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 	"github.com/pysandboxes/pysandboxes/policy"
 )
 
@@ -31,20 +32,11 @@ const slirpReadyTimeout = 10 * time.Second
 // slirpStopTimeout bounds the wait for slirp4netns to exit once told to.
 const slirpStopTimeout = 2 * time.Second
 
-// slirpPaths are looked at when slirp4netns is not on PATH.
-var slirpPaths = []string{"/usr/bin/slirp4netns", "/usr/local/bin/slirp4netns", "/usr/sbin/slirp4netns"}
-
-// lookSlirp finds the slirp4netns binary.
-func lookSlirp() (string, error) {
-	if p, err := exec.LookPath("slirp4netns"); err == nil {
-		return p, nil
-	}
-	for _, p := range slirpPaths {
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
-			return p, nil
-		}
-	}
-	return "", errors.New("slirp4netns is not installed (Debian/Ubuntu: apt-get install slirp4netns)")
+// lookSlirp finds the slirp4netns binary with tools (package systool: the
+// system's directories first, then PATH, never a copy another user could
+// replace).
+func lookSlirp(tools systool.Finder) (string, error) {
+	return tools.Find("slirp4netns", "slirp4netns is not installed (Debian/Ubuntu: apt-get install slirp4netns)")
 }
 
 // tailBuffer keeps the last max bytes written to it.
@@ -92,7 +84,7 @@ type slirpConfig struct {
 // startSlirp starts slirp4netns for the namespace and returns once it reports the
 // sandbox's interface configured.
 func startSlirp(ctx context.Context, c slirpConfig) (*slirp, error) {
-	bin, err := lookSlirp()
+	bin, err := lookSlirp(systool.Finder{})
 	if err != nil {
 		return nil, err
 	}

@@ -4,26 +4,24 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/hostid"
 	"github.com/pysandboxes/pysandboxes/internal/nsutil"
 	"github.com/pysandboxes/pysandboxes/internal/supervise"
+	"github.com/pysandboxes/pysandboxes/internal/systool"
 )
 
-// Lookup returns binary, or when it is "" the program name on PATH; a tool not
-// found is the error install (which says how to install it).
-func Lookup(binary, name, install string) (string, error) {
+// Lookup returns binary, or when it is "" the program name as tools finds it
+// (package systool: the system's directories first, then PATH, never a copy
+// another user could replace); a tool not found is an error whose message is
+// install (which says how to install it), wrapping systool.ErrNotFound.
+func Lookup(tools systool.Finder, binary, name, install string) (string, error) {
 	if binary != "" {
 		return binary, nil
 	}
-	path, err := exec.LookPath(name)
-	if err != nil {
-		return "", errors.New(install)
-	}
-	return path, nil
+	return tools.Find(name, install)
 }
 
 // Help is what a tool says of its options.
