@@ -76,7 +76,7 @@ var paramTable = map[string]param{
 		p.kernel = v
 		return nil
 	}},
-	"binary": {"the QEMU binary (default qemu-system-x86_64 on PATH)", func(p *params, v string) error {
+	"binary": {"the QEMU binary (default qemu-system-x86_64 from the system's directories, then PATH)", func(p *params, v string) error {
 		if !strings.HasPrefix(v, "/") {
 			return fmt.Errorf("%q is not an absolute path", v)
 		}
