@@ -75,7 +75,13 @@ func (s *hstream) fastToGuest() {
 // quiet.
 func (s *hstream) fastToHost() {
 	defer s.finish()
-	defer s.fast.port.Close()
+	defer func() {
+		// Done with the port: the copy toward the guest stops too.
+		s.fast.port.Close()
+		if s.fd.StopR != nil {
+			s.fd.StopR()
+		}
+	}()
 	buf := make([]byte, 64<<10)
 	var drainEnd time.Time
 	broken := false // the caller's reader left: what comes is read and dropped
