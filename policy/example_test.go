@@ -110,3 +110,36 @@ func ExamplePolicy_WritableRuleFiles() {
 	// Output:
 	// extra.py-sandboxes held by 3 expose-rw=./out
 }
+
+// A program sandboxed under pkg/.py-sandboxes may write pkg/sub/: a rule file
+// it plants there would be the nearest package's for -m pkg.sub.mod, and the
+// next run would obey it. DiscoverChecked refuses it, naming the rule that
+// lets a program write it; once the outer file keeps sandboxes from writing it
+// (ignore= of the file, or expose-ro= of its directory), it is used.
+func ExampleDiscoverChecked() {
+	dir, _ := os.MkdirTemp("", "example")
+	defer os.RemoveAll(dir)
+	dir, _ = filepath.EvalSymlinks(dir)
+	os.MkdirAll(filepath.Join(dir, "pkg", "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "pkg", "sub", "mod.py"), nil, 0o644)
+	os.WriteFile(filepath.Join(dir, "pkg", "sub", ".py-sandboxes"), []byte("expose-ro=/\n"), 0o644)
+	outer := filepath.Join(dir, "pkg", ".py-sandboxes")
+	os.WriteFile(outer, []byte("expose-ro=.\nexpose-rw=./pkg/sub\n"), 0o644)
+
+	d := policy.Discovery{Module: "pkg.sub.mod", Dir: dir}
+	_, _, err := policy.DiscoverChecked(context.Background(), d, nil)
+	var se *policy.ShadowError
+	if errors.As(err, &se) {
+		rel, _ := filepath.Rel(dir, se.File)
+		fmt.Println("refused:", rel, "written by", se.By.Ref, se.By.Raw)
+	}
+
+	os.WriteFile(outer, []byte("expose-ro=.\nexpose-rw=./pkg/sub\nignore="+
+		filepath.Join(dir, "pkg", "sub", ".py-sandboxes")+"\n"), 0o644)
+	path, how, err := policy.DiscoverChecked(context.Background(), d, nil)
+	rel, _ := filepath.Rel(dir, path)
+	fmt.Println(rel, how, err)
+	// Output:
+	// refused: pkg/sub/.py-sandboxes written by pkg/.py-sandboxes(2) expose-rw=./pkg/sub
+	// pkg/sub/.py-sandboxes module <nil>
+}

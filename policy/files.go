@@ -348,14 +348,23 @@ type WritableRuleFile struct {
 func (p *Policy) WritableRuleFiles() []WritableRuleFile {
 	var out []WritableRuleFile
 	for _, f := range p.RuleFiles() {
-		e, ok := p.Exposed(f)
-		if !ok || e.Mode != ReadWrite {
-			continue
+		if e, ok := p.writableBy(f); ok {
+			out = append(out, WritableRuleFile{File: f, By: e})
 		}
-		if _, hidden := p.Ignored(f); hidden {
-			continue
-		}
-		out = append(out, WritableRuleFile{File: f, By: e})
 	}
 	return out
+}
+
+// writableBy returns the expose-rw= rule that lets a program sandboxed under
+// p create, write or replace the file at the canonical path: the deepest
+// exposed directory holding it is read-write, and no ignore= rule hides it.
+func (p *Policy) writableBy(canonical string) (Expose, bool) {
+	e, ok := p.Exposed(canonical)
+	if !ok || e.Mode != ReadWrite {
+		return Expose{}, false
+	}
+	if _, hidden := p.Ignored(canonical); hidden {
+		return Expose{}, false
+	}
+	return e, true
 }

@@ -53,6 +53,10 @@ type Options struct {
 
 	// wait replaces the waits between DNS retries (tests).
 	wait func(context.Context, time.Duration) error
+	// noResolve leaves the host names of net= rules unresolved (their rules
+	// then match no address): for a policy loaded only to read its file
+	// rules (DiscoverChecked).
+	noResolve bool
 }
 
 // Load reads the rule file at path (with its includes) together with opts.Rules and

@@ -354,7 +354,7 @@ func (ld *loader) netRule(r Rule) {
 		return
 	}
 	st.declared = true
-	if nr.Host != "" {
+	if nr.Host != "" && !ld.opts.noResolve {
 		addrs, err := ld.resolveHost(r, nr.Network)
 		if err != nil {
 			if isCanceled(ld.ctx, err) {

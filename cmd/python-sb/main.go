@@ -9,7 +9,9 @@
 //	python-sb --pysandboxes-version
 //
 // The rule file is --pysandboxes-config, else the .py-sandboxes next to the script,
-// inside the -m module's package, or in the current directory. When it does not
+// inside the -m module's package, or in the current directory; a package's file
+// that a sandbox under a file it comes before may write (it could have been
+// planted there) is refused (policy.DiscoverChecked). When the file does not
 // exist, python-sb learns it, and says so on stderr before the program starts: the
 // program runs unconfined while everything it does is recorded, and the rules are
 // written into a new file of that name when it ends (atomically; never into a file
@@ -123,7 +125,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	case pysb.Module:
 		d.Module = inv.Target
 	}
-	file, how := policy.Discover(d)
+	// A rule file of the module's package that a program sandboxed under
+	// another file of the search could have planted is refused.
+	file, how, err := policy.DiscoverChecked(ctx, d, &policy.Options{Logger: logger})
+	if err != nil {
+		fmt.Fprintln(stderr, err)
+		return ExitConfig
+	}
 	learnFile := ""
 	learning := false
 	if inv.Learn != nil {
