@@ -201,6 +201,16 @@ func (ld *loader) ignoreRule(r Rule) {
 		ld.errs.add(r.Ref, "Invalid rule '%s': bad pattern: %v", r.Raw, err)
 		return
 	}
+	if !filepath.IsAbs(p) && strings.Contains(p, "/") {
+		// A relative pattern is matched against names, which hold no '/': it
+		// would hide nothing, silently.
+		fix := "ignore=" + filepath.Base(p)
+		if r.Ref.File != "" && filepath.IsAbs(r.Ref.File) {
+			fix += " (any file of that name) or ignore=" + filepath.Join(filepath.Dir(r.Ref.File), p) + " (that one)"
+		}
+		ld.errs.add(r.Ref, "Invalid rule '%s': a relative pattern is matched against each file's name, which holds no '/', so it would hide nothing; write %s", r.Raw, fix)
+		return
+	}
 	ld.p.ignores = append(ld.p.ignores, Ignore{Rule: r, Pattern: p, Absolute: filepath.IsAbs(p)})
 	ld.record(r)
 }

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -292,4 +293,15 @@ func TestIgnoreRules(t *testing.T) {
 		".py-sandboxes(3): Invalid rule 'ignore=a\x00b': pattern is invalid",
 		".py-sandboxes(4): Invalid rule 'ignore=${UNSET}': pattern must be set",
 	)
+	// A relative pattern holding a '/' is matched against names, which hold
+	// none: it would hide nothing, and is refused with the two forms that hide.
+	e.wantErrs("ignore=sub/.env\nignore=./secret\nignore=logs/",
+		".py-sandboxes(1): Invalid rule 'ignore=sub/.env': a relative pattern is matched against each file's name, which holds no '/', so it would hide nothing; write ignore=.env (any file of that name) or ignore="+filepath.Join(e.dir, "sub/.env")+" (that one)",
+		".py-sandboxes(2): Invalid rule 'ignore=./secret': a relative pattern is matched against each file's name, which holds no '/', so it would hide nothing; write ignore=secret (any file of that name) or ignore="+filepath.Join(e.dir, "secret")+" (that one)",
+		".py-sandboxes(3): Invalid rule 'ignore=logs/': a relative pattern is matched against each file's name, which holds no '/', so it would hide nothing; write ignore=logs (any file of that name) or ignore="+filepath.Join(e.dir, "logs")+" (that one)",
+	)
+	if _, err := NewBuilder().Ignore("a/b").Build(context.Background(), nil); err == nil ||
+		!strings.Contains(err.Error(), "would hide nothing; write ignore=b") || strings.Contains(err.Error(), "(that one)") {
+		t.Errorf("Builder.Ignore(a/b): %v; want the refusal naming ignore=b alone", err)
+	}
 }
