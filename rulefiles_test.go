@@ -105,3 +105,62 @@ func newLogged(t *testing.T, pol *policy.Policy, provider string) string {
 	sb.Close()
 	return logs.String()
 }
+
+// TestRewrittenRuleFileReported: under a provider that cannot hide a rule file
+// the sandbox may write (subprocess), a program that rewrites it is not
+// stopped, but Close says so, naming the file and the expose-rw= rule; a
+// sandbox whose programs leave the file alone says nothing at Close.
+func TestRewrittenRuleFileReported(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name    string
+		script  string // run by /bin/sh in the rule file's directory
+		changed bool
+	}{
+		{"appended", "echo expose-ro=/root >> .py-sandboxes", true},
+		{"replaced", "echo env=A=2 > new && mv new .py-sandboxes", true},
+		{"removed", "rm .py-sandboxes", true},
+		{"left alone", "echo data > other", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _ := filepath.EvalSymlinks(t.TempDir())
+			path := filepath.Join(dir, ".py-sandboxes")
+			if err := os.WriteFile(path, []byte("env=A=1\nexpose-rw="+dir+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			pol, err := policy.Load(ctx, path, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var logs bytes.Buffer
+			sb, err := pysandboxes.New(ctx, pol, pysandboxes.WithProvider("subprocess"),
+				pysandboxes.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))),
+				pysandboxes.AcceptUnenforced(pysandboxes.AllCapabilities))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cmd := sb.Command(ctx, "/bin/sh", "-c", tc.script)
+			cmd.Dir = dir
+			if out, err := cmd.CombinedOutput(); err != nil {
+				sb.Close()
+				t.Fatalf("%s: %v: %s", tc.script, err, out)
+			}
+			before := logs.Len()
+			if err := sb.Close(); err != nil {
+				t.Fatal(err)
+			}
+			atClose := logs.String()[before:]
+			reported := strings.Contains(atClose, "changed while the sandbox was open")
+			if reported != tc.changed {
+				t.Fatalf("reported at Close: %v, want %v: %s", reported, tc.changed, atClose)
+			}
+			if tc.changed && (!strings.Contains(atClose, "file="+path) || !strings.Contains(atClose, ".py-sandboxes(2): expose-rw="+dir)) {
+				t.Errorf("the report does not name %s and its expose-rw= rule: %s", path, atClose)
+			}
+			sb.Close()
+			if n := strings.Count(logs.String(), "changed while the sandbox was open"); tc.changed && n != 1 {
+				t.Errorf("reported %d times over two Close calls, want once", n)
+			}
+		})
+	}
+}

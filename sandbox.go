@@ -25,6 +25,9 @@ type Sandbox struct {
 	compiled any
 	calls    callState // partial mode: the workers of Call (worker.go)
 	evals    evalState // the eval layer: the zygote of Eval (eval.go)
+	// rules are the rule files a program may rewrite (rulefiles.go): Close
+	// says which changed.
+	rules ruleWatch
 }
 
 type config struct {
@@ -136,7 +139,7 @@ func New(ctx context.Context, p *policy.Policy, opts ...Option) (*Sandbox, error
 	s.osPolicy = p
 	if s.provider.Name() != "none" && s.cfg.python.learn == "" {
 		// (Learning enforces nothing, and os-sandbox=none nothing at all.)
-		s.osPolicy = guardRuleFiles(p, s.provider.Capabilities(), s.cfg.logger)
+		s.osPolicy = guardRuleFiles(p, s.provider.Capabilities(), s.cfg.logger, &s.rules)
 		warnWritablePath(p, os.Getenv("PATH"), s.cfg.logger)
 	}
 	if c, ok := s.provider.(driver.Compiler); ok {
@@ -194,5 +197,13 @@ func (s *Sandbox) Unenforced() []Requirement {
 // their workers are killed; every worker process is reaped before Close
 // returns, and in learning mode what the calls did is merged into the rule file
 // (see Learned). The eval zygote (Eval) is stopped likewise, its processes
-// killed and reaped. Close of a sandbox used only for commands does nothing else.
-func (s *Sandbox) Close() error { return errors.Join(s.closeCalls(), s.closeEvals()) }
+// killed and reaped. When the provider could not keep the programs from writing
+// a rule file of the policy (an expose-rw= directory holds it, and the provider
+// does not enforce hide: New warned of it), the first Close warns, on the
+// sandbox's logger, of each such file that changed since New. Close of a sandbox
+// used only for commands does nothing else.
+func (s *Sandbox) Close() error {
+	err := errors.Join(s.closeCalls(), s.closeEvals())
+	s.rules.report(s.cfg.logger)
+	return err
+}
