@@ -39,9 +39,13 @@ import (
 //     socket.
 
 // fastDrainIdle and fastDrainMax bound the reading of the port once its
-// program has exited.
+// program has exited. Only a program that ends by itself (a zygote that gives
+// up) waits for them: at the caller's end, the port is closed at once. The
+// idle window is generous for a QEMU that handles the port's notifications
+// in its main loop, behind a loaded host (KVM's ioeventfd; under TCG the data
+// is in the socket before the guest's write returns).
 const (
-	fastDrainIdle = 50 * time.Millisecond
+	fastDrainIdle = 250 * time.Millisecond
 	fastDrainMax  = 5 * time.Second
 )
 
