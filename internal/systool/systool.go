@@ -38,6 +38,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,10 +47,6 @@ var systemDirs = [...]string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "
 
 // SystemDirs returns the directories Find looks in before PATH.
 func SystemDirs() []string { return slices.Clone(systemDirs[:]) }
-
-// maxLinks bounds the symbolic links followed on the way to a tool (as the
-// kernel's ELOOP).
-const maxLinks = 40
 
 // ErrNotFound is wrapped by the error for a tool found nowhere.
 var ErrNotFound = errors.New("host tool not found")
@@ -232,79 +229,69 @@ func (c checker) verify(name, p string) error {
 }
 
 // walk follows the absolute path p component by component, as the kernel
-// resolves it, and returns the first entry another user could change and why
-// (reason "" when none), or an error (with the entry) when it cannot tell.
+// resolves it (hostview.Walk), and returns the first entry another user could
+// change and why (reason "" when none), or an error (with the entry) when it
+// cannot tell.
 func (c checker) walk(p string) (entry, reason string, err error) {
-	fi, err := os.Lstat("/")
-	if err != nil {
-		return "/", "", err
-	}
-	if r := c.owner(fi); r != "" {
-		return "/", r, nil
-	}
-	if r := writable(fi, true); r != "" {
-		return "/", r, nil
-	}
-	cur := "/"
-	rest := strings.Split(p, "/")
-	links := 0
-	for len(rest) > 0 {
-		name := rest[0]
-		rest = rest[1:]
-		switch name {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
+	err = hostview.Walk(p, func(s hostview.Step) error {
+		if s.Path == "/" {
+			return c.judge("/", c.owner(s.Info), writable(s.Info, true))
 		}
-		last := !slices.ContainsFunc(rest, func(s string) bool { return s != "" && s != "." })
-		if last {
+		if s.Last {
 			// The directory holding the tool's name (or a link to it):
 			// no one else may add or replace a name there, sticky or not.
-			dfi, err := os.Lstat(cur)
+			dir := filepath.Dir(s.Path)
+			dfi, err := os.Lstat(dir)
 			if err != nil {
-				return cur, "", err
+				return &badEntry{entry: dir, err: err}
 			}
-			if r := writable(dfi, false); r != "" {
-				return cur, r, nil
+			if err := c.judge(dir, writable(dfi, false)); err != nil {
+				return err
 			}
 		}
-		next := filepath.Join(cur, name)
-		fi, err := os.Lstat(next)
-		if err != nil {
-			return next, "", err
-		}
-		if r := c.owner(fi); r != "" {
-			return next, r, nil
+		if err := c.judge(s.Path, c.owner(s.Info)); err != nil {
+			return err
 		}
 		switch {
-		case fi.Mode()&fs.ModeSymlink != 0:
-			if links++; links > maxLinks {
-				return next, "", syscall.ELOOP
-			}
-			target, err := os.Readlink(next)
-			if err != nil {
-				return next, "", err
-			}
-			if filepath.IsAbs(target) {
-				cur = "/"
-			}
-			rest = append(strings.Split(target, "/"), rest...)
-			continue
-		case !last:
-			if !fi.IsDir() {
-				return next, "", syscall.ENOTDIR
-			}
-		case !fi.Mode().IsRegular():
-			return next, "", errors.New("not a regular file")
+		case s.Target != "":
+			return nil // a link: its owner checked, its target walked next
+		case !s.Last && !s.Info.IsDir():
+			return &badEntry{entry: s.Path, err: syscall.ENOTDIR}
+		case s.Last && !s.Info.Mode().IsRegular():
+			return &badEntry{entry: s.Path, err: errors.New("not a regular file")}
 		}
-		if r := writable(fi, !last); r != "" {
-			return next, r, nil
-		}
-		cur = next
+		return c.judge(s.Path, writable(s.Info, !s.Last))
+	})
+	var be *badEntry
+	var pe *fs.PathError
+	switch {
+	case err == nil:
+		return "", "", nil
+	case errors.As(err, &be):
+		return be.entry, be.reason, be.err
+	case errors.As(err, &pe):
+		return pe.Path, "", err
 	}
-	return "", "", nil
+	return p, "", err
+}
+
+// badEntry stops the walk at entry: reason says what is wrong with it, or err
+// why it cannot be checked.
+type badEntry struct {
+	entry, reason string
+	err           error
+}
+
+func (b *badEntry) Error() string { return b.entry + ": " + b.reason }
+
+// judge returns a *badEntry for the first reason that is not "".
+func (checker) judge(entry string, reasons ...string) error {
+	for _, r := range reasons {
+		if r != "" {
+			return &badEntry{entry: entry, reason: r}
+		}
+	}
+	return nil
 }
 
 // owner says what is wrong with fi's owner ("" when it is trusted).
