@@ -15,12 +15,13 @@ import (
 	"github.com/pysandboxes/pysandboxes/qemu"
 )
 
-// channelProgram says what its descriptor 3 is, then answers each message
-// on it with the same bytes; "burst" makes it write burstSize bytes and exit
-// at once; its channel's end makes it print "eof" and exit.
+// channelProgram says what its descriptor 3 is and whether it blocks, then
+// answers each message on it with the same bytes; "burst" makes it write
+// burstSize bytes and exit at once; its channel's end makes it print "eof"
+// and exit.
 const channelProgram = `
 import os
-os.write(1, (os.readlink('/proc/self/fd/3') + '\n').encode())
+os.write(1, ('%s blocking=%s\n' % (os.readlink('/proc/self/fd/3'), os.get_blocking(3))).encode())
 while True:
     b = os.read(3, 65536)
     if not b:
@@ -143,10 +144,14 @@ func TestChannelOnOwnPort(t *testing.T) {
 		t.Errorf("%d programs got the VM's own port, want 1", n)
 	}
 
-	// A writes a burst and exits at once: all of it, then the end.
+	// A writes a burst and exits at once: all of it, then the end. The host
+	// reads nothing for a second first: the port fills, and A's writes wait
+	// for room (a descriptor of the port that did not block would fail them
+	// with EAGAIN).
 	if _, err := a.host.Write([]byte("burst")); err != nil {
 		t.Fatal(err)
 	}
+	time.Sleep(time.Second)
 	a.host.SetReadDeadline(time.Now().Add(2 * time.Minute))
 	got, err := io.ReadAll(a.host)
 	if err != nil {
@@ -165,8 +170,8 @@ func TestChannelOnOwnPort(t *testing.T) {
 	if st := a.wait(t); st.ExitStatus() != 0 {
 		t.Errorf("A: status %v", st)
 	}
-	if got := a.out.String(); !strings.HasPrefix(got, "/dev/vport") {
-		t.Errorf("A's descriptor 3 is %q, want the VM's port /dev/vport*", got)
+	if got := a.out.String(); !strings.HasPrefix(got, "/dev/vport") || !strings.Contains(got, " blocking=True\n") {
+		t.Errorf("A's descriptor 3 is %q, want the VM's port /dev/vport*, blocking", got)
 	}
 
 	// C, in a VM of its own (A's ended with A): the host closes its end of
