@@ -18,9 +18,13 @@
 // in the guest cannot write to a read-only share. What the program needs to
 // run (its interpreter, libraries) comes read-only the same way: directories
 // as shares, single files through a read-only mirror in the cache. Nothing
-// else of the host is shared. ignore= is honoured in the guest: what the
-// exposed directories hold under an ignored name when the VM starts is masked
-// (the program, with no capability, cannot unmount a mask).
+// else of the host is shared. ignore=: as root (with /dev/fuse), QEMU reads
+// every exposed directory an ignore= rule reaches through the filter of
+// package hidefs, mounted in a mount namespace of QEMU's own: the ignored
+// names are absent for the VM's life, whatever the host does meanwhile (hide
+// is claimed). Elsewhere, what the exposed directories hold under an ignored
+// name when the VM starts is masked in the guest (the program, with no
+// capability, cannot unmount a mask), and hide is not claimed.
 //
 // Programs: the host talks to the init over a virtio-serial port. Each program
 // starts in new pid, mount, IPC and UTS namespaces of the guest with exactly

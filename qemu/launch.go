@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/policy"
@@ -57,13 +58,16 @@ func placeholderMain() {
 // compiled is a policy translated for the provider: what New keeps for the
 // sandbox (the VM it keeps warm included).
 type compiled struct {
-	p        *Provider
-	h        *hostState
-	pol      driver.Policy
-	params   params
-	net      *netPlan
-	exposes  []policy.Expose
-	ignores  []policy.Ignore
+	p       *Provider
+	h       *hostState
+	pol     driver.Policy
+	params  params
+	net     *netPlan
+	exposes []policy.Expose
+	ignores []policy.Ignore
+	// served are the exposed directories an ignore= rule reaches, which
+	// QEMU reads through the filter (view.go).
+	served   []policy.Expose
 	accepted driver.Capability
 	resolver needs.Resolver
 	pool     pool
@@ -109,6 +113,9 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 		return nil, err
 	}
 	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: pol.Exposes(), ignores: pol.Ignores(), accepted: accepted}
+	if len(c.ignores) > 0 && hideview.Available() == nil {
+		c.served = hideview.Filtered(c.exposes, c.ignores)
+	}
 	c.resolver.Interpreters = &p.core.Interps
 	c.resolver.Env = pol.Environ()
 	c.resolver.Writable = needs.WritableOf(pol.Exposes())

@@ -77,9 +77,10 @@ var mergedUsr = []string{"bin", "sbin", "lib", "lib32", "lib64", "libx32"}
 // makePlan builds the plan of a VM: the exposed directories (each a share),
 // what the programs need (directories as read-only shares, files through a
 // read-only mirror in the cache), the links on the way, masks for ignored
-// paths present in the exposed directories, and the network's files
-// (/etc/hosts, /etc/resolv.conf) unless an exposed directory brings them.
-func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignores []policy.Ignore, ns []needs.Need, netFiles []wire.Op) (*plan, error) {
+// paths present in the exposed directories but those the ignore= filter
+// serves (served: view.go), and the network's files (/etc/hosts,
+// /etc/resolv.conf) unless an exposed directory brings them.
+func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignores []policy.Ignore, served []policy.Expose, ns []needs.Need, netFiles []wire.Op) (*plan, error) {
 	p := &plan{files: map[string]bool{}}
 	var ops []wire.Op
 	// Exposes, parents first.
@@ -199,8 +200,15 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	// Symbolic links first: a share or a file may lie beyond one.
 	sort.SliceStable(ops, func(i, j int) bool { return ops[i].Op == wire.OpSymlink && ops[j].Op != wire.OpSymlink })
 	ops = append(ops, net...)
-	// ignore=: what the exposed directories hold now under an ignored name.
-	masks, err := ignoredPaths(ctx, exposes, ignores)
+	// ignore=: what the exposed directories the filter does not serve hold
+	// now under an ignored name.
+	var masked []policy.Expose
+	for _, e := range exposes {
+		if !slices.ContainsFunc(served, func(s policy.Expose) bool { return s.Path == e.Path }) {
+			masked = append(masked, e)
+		}
+	}
+	masks, err := ignoredPaths(ctx, masked, ignores)
 	if err != nil {
 		p.release()
 		return nil, err

@@ -72,7 +72,7 @@ func TestPlanBindsMirrorDirectories(t *testing.T) {
 		{Path: a2}, {Path: b1}, {Path: shared, Dir: true}, {Path: inTmp},
 	}
 	cache := t.TempDir()
-	p, err := makePlan(context.Background(), cache, nil, nil, ns, nil)
+	p, err := makePlan(context.Background(), cache, nil, nil, nil, ns, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +104,7 @@ func TestPlanBindsMirrorDirectories(t *testing.T) {
 		t.Fatalf("the mirror's link: %q, %v; want x.so.1.2", l, err)
 	}
 	// Under a share's parent, the link would be made by its own operation.
-	p2, err := makePlan(context.Background(), cache, nil, nil, append(ns, needs.Need{Path: filepath.Join(base, "a/lib/sub"), Dir: true}), nil)
+	p2, err := makePlan(context.Background(), cache, nil, nil, nil, append(ns, needs.Need{Path: filepath.Join(base, "a/lib/sub"), Dir: true}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,11 +107,18 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	if c.net != nil {
 		netFiles = c.net.files
 	}
-	pl, err := makePlan(ctx, c.h.cache, c.exposes, c.ignores, all, netFiles)
+	pl, err := makePlan(ctx, c.h.cache, c.exposes, c.ignores, c.served, all, netFiles)
 	if err != nil {
 		return nil, err
 	}
 	m := c.machine()
+	// The exposed directories an ignore= rule reaches, through the filter.
+	view, err := startView(c.served, c.exposes, c.ignores)
+	if err != nil {
+		pl.release()
+		return nil, err
+	}
+	m.view = view
 	var state *os.File
 	if c.params.snapshot {
 		state, err = c.state(ctx, m, logger)
@@ -131,9 +138,11 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 	}
 	if err != nil {
 		pl.release()
+		view.stop()
 		return nil, err
 	}
 	v.onExit(pl.release)
+	v.onExit(view.stop)
 	fail := func(err error) (*vmEntry, error) {
 		v.kill()
 		v.wait()

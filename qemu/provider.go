@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/pysandboxes/pysandboxes/driver"
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
 	"github.com/pysandboxes/pysandboxes/internal/netfilter"
 	"github.com/pysandboxes/pysandboxes/internal/prepare"
 	"github.com/pysandboxes/pysandboxes/internal/systool"
@@ -15,6 +16,7 @@ import (
 
 func init() {
 	placeholderMain()
+	viewMain()
 	driver.Register(&Provider{})
 }
 
@@ -128,8 +130,10 @@ func (p *Provider) Probe(context.Context) error { return p.host().err }
 // behind the network filter (internal/netfilter), which judges every
 // connection and datagram of the guest by host, network, port and protocol
 // outside the guest: net-hosts and udp are claimed when the filter works here.
-// ignore= masks what is there when the VM starts, not what the host adds
-// later: hide is not claimed.
+// ignore= is claimed (hide) where the host can serve the exposed directories
+// through the filter (hideview.Available: as root, with /dev/fuse): QEMU reads
+// them through it (view.go). Elsewhere the guest's init masks what is there
+// when the VM starts, not what the host adds later: hide is not claimed.
 func (p *Provider) Capabilities() driver.Capability {
 	if p.host().err != nil {
 		return 0
@@ -141,6 +145,9 @@ func (p *Provider) Capabilities() driver.Capability {
 		driver.CapIdentity
 	if p.netAvailable(context.Background()) == nil {
 		c |= driver.CapNetHosts | driver.CapUDP
+	}
+	if hideview.Available() == nil {
+		c |= driver.CapHide
 	}
 	return c
 }
@@ -159,10 +166,21 @@ func (p *Provider) Details() []string {
 		h.cgroups.String(),
 		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
+		hideDetail(),
 		"the program: in a pid, mount, IPC and UTS namespace of the guest, as the shares' owner with no capability " +
 			"(empty bounding set, SECBIT_NOROOT locked, no_new_privs), resource limits applied in the guest",
 		p.netDetail(),
 	}
+}
+
+// hideDetail describes how ignore= is enforced here, for Details.
+func hideDetail() string {
+	if err := hideview.Available(); err != nil {
+		return "ignore=: what the exposed directories hold under an ignored name when the VM starts is masked in the guest " +
+			"(hide is not claimed: " + err.Error() + ")"
+	}
+	return "ignore=: QEMU reads the exposed directories an ignore= rule reaches through the filter of ignore= paths, " +
+		"in a mount namespace of its own (hide)"
 }
 
 // netDetail describes the network, for Details.

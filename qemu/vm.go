@@ -37,6 +37,9 @@ type machine struct {
 	Cmdline string `json:"append"`
 	// cgroups is where QEMU's cgroup is made (not part of the key).
 	cgroups *cgroupHost
+	// view, when not nil, serves the exposed directories an ignore= rule
+	// reaches through the filter (view.go; not part of the key).
+	view *qemuView
 }
 
 // bootArgs is the guest kernel's command line, for a host whose TSC runs at
@@ -228,6 +231,13 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 	files = append(files, extra...)
 	cmd := exec.Command(m.QEMU, args...)
 	cmd.Args[0] = "qemu-system-x86_64"
+	if m.view != nil {
+		// QEMU in a mount namespace of its own, over the ignore= filter
+		// (view.go).
+		cmd = exec.Command("/proc/self/exe")
+		cmd.Args = m.view.command(m.QEMU, args, 3+len(files))
+		files = append(files, m.view.files()...)
+	}
 	cmd.ExtraFiles = files
 	cmd.Env = []string{"TMPDIR=/nonexistent"}
 	cmd.Dir = "/"
@@ -264,6 +274,7 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 		return failed(err)
 	}
 	closeAll()
+	m.view.started()
 	v := &vm{cmd: cmd, ctl: ctl, fast: fast, cons: &ring{max: 32 << 10},
 		streams: map[uint32]*hstream{}, procs: map[uint32]*hproc{}, nextID: 1,
 		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{})}

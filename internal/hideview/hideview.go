@@ -152,6 +152,7 @@ func Paths(exposes []policy.Expose) []string {
 // Servers serve the filtered directories of one launch.
 type Servers struct {
 	ops    []supervise.ViewOp
+	roots  []FileID   // the identity of each served directory, as opened
 	files  []*os.File // the supervisor's copies of the /dev/fuse descriptors
 	cancel context.CancelFunc
 	done   chan error
@@ -181,6 +182,12 @@ func Start(filtered []policy.Expose, exposed []string, ignores []policy.Ignore, 
 		if err != nil {
 			return fail(fmt.Errorf("the filter of %s: %w", e.Path, err))
 		}
+		var st unix.Stat_t
+		if err := unix.Fstat(int(root.Fd()), &st); err != nil {
+			root.Close()
+			return fail(fmt.Errorf("the filter of %s: %w", e.Path, err))
+		}
+		s.roots = append(s.roots, FileID{Dev: st.Dev, Ino: st.Ino})
 		dev, err := os.OpenFile("/dev/fuse", os.O_RDWR|unix.O_CLOEXEC, 0)
 		if err != nil {
 			root.Close()
@@ -217,6 +224,14 @@ func Start(filtered []policy.Expose, exposed []string, ignores []policy.Ignore, 
 	}
 	return s, nil
 }
+
+// FileID is a file's identity (device and inode numbers).
+type FileID struct{ Dev, Ino uint64 }
+
+// Roots are the identities of the served directories, in the order of Ops:
+// the directory each filter serves, as Start opened it (a mount made over
+// another directory would leave that one unfiltered).
+func (s *Servers) Roots() []FileID { return s.roots }
 
 // Ops are the view operations that mount the filters.
 func (s *Servers) Ops() []supervise.ViewOp { return s.ops }
