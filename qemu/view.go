@@ -130,7 +130,7 @@ func makeView(args []string) error {
 		// move the mount elsewhere, and leave the directory unfiltered).
 		t, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
 			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 		})
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
