@@ -112,13 +112,6 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		return nil, err
 	}
 	m := c.machine()
-	// The exposed directories an ignore= rule reaches, through the filter.
-	view, err := startView(c.served, c.exposes, c.ignores)
-	if err != nil {
-		pl.release()
-		return nil, err
-	}
-	m.view = view
 	var state *os.File
 	if c.params.snapshot {
 		state, err = c.state(ctx, m, logger)
@@ -132,6 +125,17 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		// QEMU in a network namespace of its own, behind the filter.
 		opts = append(opts, netnsAttr)
 	}
+	// The exposed directories an ignore= rule reaches, through the filter
+	// (this VM's only: not the one that makes a saved state above).
+	view, err := startView(c.served, c.exposes, c.ignores)
+	if err != nil {
+		if state != nil {
+			state.Close()
+		}
+		pl.release()
+		return nil, err
+	}
+	m.view = view
 	v, err := startVM(m, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
 	if state != nil {
 		state.Close()

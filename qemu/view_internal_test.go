@@ -2,14 +2,20 @@ package qemu
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/pysandboxes/pysandboxes/internal/hideview"
+	"github.com/pysandboxes/pysandboxes/policy"
 	"golang.org/x/sys/unix"
 )
 
@@ -61,5 +67,69 @@ func TestViewRefusesAnotherDirectory(t *testing.T) {
 				t.Error("the helper executed its command")
 			}
 		})
+	}
+}
+
+// TestViewWithStateMadeNow: a VM whose saved state is missing first boots
+// one to make it (never through the filter: its shares are empty), then the
+// sandbox's own VM, through the filter.
+func TestViewWithStateMadeNow(t *testing.T) {
+	if err := hideview.Available(); err != nil {
+		t.Skipf("the filter of ignore= paths does not work here: %v", err)
+	}
+	p := &Provider{}
+	if err := p.host().err; err != nil {
+		t.Skipf("the qemu provider cannot run here: %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, ".env"), []byte("X"), 0o644)
+	// A memory size of this test's own, so that its saved state is made here.
+	pol, err := policy.NewBuilder().Rule("expose-ro", dir).Rule("ignore", ".env").Rule("qemu.memory", "296M").Build(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := p.compile(ctx, pol, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.served) != 1 || c.served[0].Path != dir {
+		t.Fatalf("served: %v, want %s", c.served, dir)
+	}
+	key, err := stateKey(c.machine())
+	if err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(c.h.cache, "state-"+key)
+	removeState := func() {
+		os.Remove(state)
+		os.Remove(state + ".json")
+	}
+	removeState()
+	t.Cleanup(removeState)
+	e, err := c.boot(ctx, nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatalf("booting after making the saved state: %v", err)
+	}
+	defer func() {
+		e.v.kill()
+		e.v.wait()
+	}()
+	if _, err := os.Stat(state); err != nil {
+		t.Errorf("the saved state was not made: %v", err)
+	}
+	mi, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", e.v.cmd.Process.Pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, l := range strings.Split(string(mi), "\n") {
+		if strings.Contains(l, " "+dir+" ") && strings.Contains(l, "fuse.pysandboxes") {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("QEMU does not read %s through the filter:\n%s", dir, mi)
 	}
 }
