@@ -4,7 +4,10 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
+	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/pysandboxes/pysandboxes/internal/hidefs"
@@ -50,6 +53,10 @@ func startView(served, exposes []policy.Expose, ignores []policy.Ignore) (*qemuV
 	if len(served) == 0 {
 		return nil, nil
 	}
+	// Parents first: a filter mounted over a directory would cover the one
+	// mounted beneath it before.
+	served = slices.Clone(served)
+	sort.SliceStable(served, func(i, j int) bool { return depth(served[i].Path) < depth(served[j].Path) })
 	// QEMU runs as this process: the files it owns are shown as its own.
 	me := hidefs.IDs{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
 	s, err := hideview.Start(served, hideview.Paths(exposes), ignores, me, 0, nil)
@@ -120,23 +127,46 @@ func makeView(args []string) error {
 		return fmt.Errorf("making / private: %w", err)
 	}
 	owner := hidefs.IDs{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
+	how := &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	}
+	// The filters mounted so far (parents come first), with the device their
+	// mount shows: a directory beneath one is reached through it, which shows
+	// the directory's own inode number.
+	type mounted struct {
+		dir string
+		dev uint64
+	}
+	var done []mounted
 	for i := 0; i < n; i++ {
 		dir, id, fds, mode := args[1+4*i], args[2+4*i], args[3+4*i], args[4+4*i]
 		fd, err := strconv.Atoi(fds)
 		if err != nil || fd < 3 {
 			return fmt.Errorf("bad descriptor %q", fds)
 		}
+		var want hideview.FileID
+		if _, err := fmt.Sscanf(id, "%d:%d", &want.Dev, &want.Ino); err != nil {
+			return fmt.Errorf("bad identity %q", id)
+		}
 		// The directory itself, no link on the way (a link swapped in would
 		// move the mount elsewhere, and leave the directory unfiltered).
-		t, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
+		t, err := unix.Openat2(unix.AT_FDCWD, dir, how)
 		if err != nil {
 			return fmt.Errorf("%s: %w", dir, err)
 		}
 		var st unix.Stat_t
-		if err := unix.Fstat(t, &st); err != nil || fmt.Sprintf("%d:%d", st.Dev, st.Ino) != id {
+		if err := unix.Fstat(t, &st); err != nil {
+			unix.Close(t)
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		same := st.Dev == want.Dev && st.Ino == want.Ino
+		for _, m := range done {
+			if strings.HasPrefix(dir, m.dir+"/") && st.Dev == m.dev && st.Ino == want.Ino {
+				same = true
+			}
+		}
+		if !same {
 			unix.Close(t)
 			return fmt.Errorf("%s is no longer the directory the filter serves", dir)
 		}
@@ -152,6 +182,15 @@ func makeView(args []string) error {
 		// The server's descriptor is now the connection's last but the
 		// mount's: its end aborts the connection.
 		unix.Close(fd)
+		if t, err = unix.Openat2(unix.AT_FDCWD, dir, how); err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		err = unix.Fstat(t, &st)
+		unix.Close(t)
+		if err != nil {
+			return fmt.Errorf("%s: %w", dir, err)
+		}
+		done = append(done, mounted{dir, st.Dev})
 	}
 	rest := args[1+4*n:]
 	qemuArgs := append([]string{"qemu-system-x86_64"}, rest[1:]...)
