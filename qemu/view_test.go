@@ -53,7 +53,9 @@ func qemuMounts(t *testing.T) map[int][]string {
 // names are absent at every depth, cannot be created (also by a rename),
 // and everything else of a writable share is read and written as without
 // the filter (QEMU's own attributes for the guest's modes and links
-// included). Nothing is left once the sandbox is closed.
+// included), also for a writable directory exposed inside a read-only one
+// (each has its filter, the parent's mounted first). Nothing is left once the
+// sandbox is closed.
 func TestIgnoreFilterUnderQEMU(t *testing.T) {
 	requireQEMU(t)
 	if why := hideview.Available(); why != nil {
