@@ -327,8 +327,8 @@ func (g *guest) givePort() (*os.File, error) {
 // open and never reads or writes: a descriptor the poller watches wakes the
 // init at each chunk that passes through the port (edge-triggered
 // readiness), a switch to the init's address space on the program's path
-// (under TCG, a flush of the translated code's TLB and jump cache: about a
-// third of a millisecond of each evaluation's round trip).
+// (under TCG, a flush of the translated code's TLB and jump cache; measured
+// in about a third of the evaluations, its gain within the host's drift).
 func openUnpolled(dev string) (*os.File, error) {
 	fd, err := unix.Open(dev, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
