@@ -49,8 +49,15 @@ def add_key():
 func runAttempts(t *testing.T, code string, args ...string) map[string]string {
 	t.Helper()
 	sb, dir := sandbox(t)
+	return attemptsIn(t, sb, filepath.Join(dir, "rw"), code, args...)
+}
+
+// attemptsIn runs code (after the prelude) in sb, in directory dir ("" is
+// the host's), and returns each label's outcome.
+func attemptsIn(t *testing.T, sb *pysandboxes.Sandbox, dir, code string, args ...string) map[string]string {
+	t.Helper()
 	cmd := sb.Command(context.Background(), python, append([]string{"-c", redteamPrelude + code}, args...)...)
-	cmd.Dir = filepath.Join(dir, "rw")
+	cmd.Dir = dir
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
