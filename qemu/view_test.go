@@ -10,6 +10,7 @@ import (
 
 	"github.com/pysandboxes/pysandboxes"
 	"github.com/pysandboxes/pysandboxes/internal/hideview"
+	"github.com/pysandboxes/pysandboxes/internal/proctest"
 	"github.com/pysandboxes/pysandboxes/qemu"
 )
 
@@ -75,7 +76,10 @@ func TestIgnoreFilterUnderQEMU(t *testing.T) {
 	// The writable directory lies in the read-only one, and comes first: the
 	// parent's filter is mounted first, the child's over it.
 	pol, _ := writePolicy(t, dir, "expose-rw="+dir+"/rw", "expose-ro="+dir, "ignore=.env", "ignore=*.key")
-	fds := countFDs(t)
+	fds, err := proctest.FDTargets()
+	if err != nil {
+		t.Fatal(err)
+	}
 	hostMounts, _ := os.ReadFile("/proc/self/mountinfo")
 	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name))
 	if err != nil {
@@ -157,17 +161,9 @@ attempt("write-ro", lambda: write(d + "/ro/x", "x"))
 		t.Errorf("a filter is mounted in the host's namespace:\n%s", now)
 	}
 	sb.Close()
-	if n := countFDs(t); n > fds {
-		t.Errorf("descriptors: %d before the sandbox, %d after its Close", fds, n)
+	if now, err := proctest.FDTargets(); err != nil {
+		t.Error(err)
+	} else if len(now) > len(fds) {
+		t.Errorf("descriptors: %d before the sandbox, %d after its Close; new: %v", len(fds), len(now), proctest.NewFDs(fds, now))
 	}
-}
-
-// countFDs counts this process's open descriptors.
-func countFDs(t *testing.T) int {
-	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return len(ents)
 }

@@ -5,7 +5,9 @@ package proctest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"sort"
 	"strconv"
 	"time"
 )
@@ -56,6 +58,41 @@ func Children(pid int) []int {
 func OpenFDs() (int, error) {
 	ents, err := os.ReadDir("/proc/self/fd")
 	return len(ents), err
+}
+
+// FDTargets maps each descriptor of the calling process to what it refers to
+// (its link in /proc/self/fd), to name the ones a leak check finds.
+func FDTargets() (map[int]string, error) {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]string, len(ents))
+	for _, e := range ents {
+		n, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		t, err := os.Readlink("/proc/self/fd/" + e.Name())
+		if err != nil {
+			continue // closed since the listing (the listing's own descriptor)
+		}
+		out[n] = t
+	}
+	return out, nil
+}
+
+// NewFDs describes the descriptors of now that before did not hold (or held
+// for another object), as "fd -> target" lines.
+func NewFDs(before, now map[int]string) []string {
+	var out []string
+	for fd, t := range now {
+		if before[fd] != t {
+			out = append(out, fmt.Sprintf("%d -> %s", fd, t))
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // TB is the part of testing.TB that WaitGone needs.
