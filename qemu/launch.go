@@ -463,6 +463,11 @@ func (r *run) status() (syscall.WaitStatus, error) {
 	return r.wstatus, r.err
 }
 
+// releaseWait bounds how long the end of a VM's last program waits for the
+// VM's release: QEMU's end, then the filters' (which wait 2 s for their
+// connections to end before they are stopped).
+const releaseWait = 5 * time.Second
+
 func (r *run) cleanup() error {
 	for _, f := range r.dups {
 		f.Close()
@@ -470,15 +475,17 @@ func (r *run) cleanup() error {
 	r.life.Close()
 	r.lifeR.Close()
 	// The last program of a VM is waited for until its QEMU has exited and
-	// QEMU's cgroup is removed (at most 2 s): nothing of the VM is left on
-	// the host after Wait, even when the host process exits next.
+	// everything of the VM on the host is released: its descriptors, QEMU's
+	// cgroup, the filters of ignore= (at most releaseWait): nothing of the
+	// VM is left on the host after Wait, even when the host process exits
+	// next.
 	if r.done != nil {
 		select {
 		case <-r.done:
 			if r.vmStopped {
 				select {
-				case <-r.ent.v.dead:
-				case <-time.After(2 * time.Second):
+				case <-r.ent.v.released:
+				case <-time.After(releaseWait):
 				}
 			}
 		default:

@@ -164,10 +164,13 @@ type vm struct {
 	// the guest's clock at each step of its init), for the log.
 	bootTimes string
 	dead      chan struct{} // QEMU exited
-	deadErr   error
-	exited    bool
-	atExit    []func() // run once QEMU exited
-	readErr   error
+	// released is closed once everything of the VM on the host is released
+	// after QEMU's end: its descriptors closed, the atExit functions run.
+	released chan struct{}
+	deadErr  error
+	exited   bool
+	atExit   []func() // run once QEMU exited
+	readErr  error
 }
 
 // startVM starts the QEMU of m with args; state, when not nil, is the saved
@@ -277,18 +280,29 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 	m.view.started()
 	v := &vm{cmd: cmd, ctl: ctl, fast: fast, cons: &ring{max: 32 << 10},
 		streams: map[uint32]*hstream{}, procs: map[uint32]*hproc{}, nextID: 1,
-		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{})}
+		pong: make(chan []byte, 4), ready: make(chan string, 1), hello: make(chan byte, 1), dead: make(chan struct{}), released: make(chan struct{})}
 	v.w = wire.NewWriter(&ctlWriter{f: ctl, timeout: ctlWriteTimeout, stalled: func() {
 		v.cons.Write([]byte(fmt.Sprintf("\nthe guest read nothing of its channel for %v: the VM is stopped\n", ctlWriteTimeout)))
 		v.kill()
 	}})
 	v.mon = newQMP(mon)
+	conDone := make(chan struct{})
 	go func() {
 		io.Copy(v.cons, con)
-		con.Close()
+		close(conDone)
 	}()
 	go func() {
+		defer close(v.released)
 		err := cmd.Wait()
+		// The console's tail is read to its end (QEMU's end closed it), at
+		// most a second: then the relay is woken by a shutdown.
+		select {
+		case <-conDone:
+		case <-time.After(time.Second):
+			syscall.Shutdown(int(con.Fd()), syscall.SHUT_RDWR)
+			<-conDone
+		}
+		con.Close()
 		oom := cg.oomNote()
 		cg.remove()
 		v.mu.Lock()
@@ -352,8 +366,9 @@ func (v *vm) onExit(f func()) {
 	f()
 }
 
-// wait waits for QEMU's end.
-func (v *vm) wait() { <-v.dead }
+// wait waits for QEMU's end and the release of everything of the VM on the
+// host (its descriptors, the atExit functions).
+func (v *vm) wait() { <-v.released }
 
 // why describes the VM's end, with the tail of its console.
 func (v *vm) why() error {
