@@ -229,6 +229,8 @@ type learnGen struct {
 	// tmpRoots are the canonical temporary directories (/tmp, TMPDIR...): a rule
 	// for one of them covers only what the run made there.
 	tmpRoots []string
+	// workDir is LearnOptions.Dir with symlinks resolved ("" when none).
+	workDir string
 }
 
 // learnRoot is a directory rendered with a prefix.
@@ -240,6 +242,12 @@ type learnRoot struct {
 
 func newLearnGen(p *Policy, path, text string, lo LearnOptions) *learnGen {
 	g := &learnGen{p: p, path: path, lo: lo, env: map[string]string{}}
+	if lo.Dir != "" {
+		g.workDir = filepath.Clean(lo.Dir)
+		if c, err := filepath.EvalSymlinks(lo.Dir); err == nil {
+			g.workDir = c
+		}
+	}
 	g.lines = strings.Split(text, "\n")
 	for _, kv := range lo.Env {
 		if k, v, ok := strings.Cut(kv, "="); ok && k != "" {
@@ -538,10 +546,18 @@ func (g *learnGen) commentOut(i int, what string) []string {
 // directory covering, is out of a rule for covering when covering is the temporary
 // directory itself: canon existed before the run (see the notes above). A
 // directory whose birth time the file system does not give counts as existing
-// before.
+// before, and so do the working directory and the directories holding it, which
+// the run started in: their birth times are not asked (a project made in /tmp
+// just before the run would count as made during it, within the file system
+// clock's lag).
 func (g *learnGen) outsidePrivateTmp(covering, canon string) bool {
 	if covering == canon || !slices.Contains(g.tmpRoots, covering) {
 		return false
+	}
+	if g.workDir != "" {
+		if _, ok := under(g.workDir, canon); ok {
+			return true
+		}
 	}
 	made, known := bornSince(canon, g.lo.Since)
 	return !known || !made

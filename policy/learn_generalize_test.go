@@ -371,6 +371,41 @@ func TestLearnPrivateTmp(t *testing.T) {
 	}
 }
 
+// TestLearnPrivateTmpWorkDir: the working directory, in the temporary
+// directory, is never taken for one the run made, even when it was made just
+// before the run (within the file system clock's lag): it gets its rule, and
+// so does its parent when the run used it.
+func TestLearnPrivateTmpWorkDir(t *testing.T) {
+	e := newLearnEnv(t)
+	e.mkdir("tmp/ci/proj", "tmp/made")
+	if _, known := bornSince(e.abs("tmp/ci"), time.Now()); !known {
+		t.Skip("the file system here gives no birth time")
+	}
+	// The run starts before the directories' birth times, as far as the
+	// clocks can tell.
+	e.since = time.Now().Add(-time.Second)
+	e.dir = e.abs("tmp/ci/proj")
+	obs := Observations{Files: []FileAccess{
+		{Path: e.abs("tmp"), Write: true, Dir: true},
+		{Path: e.abs("tmp/made/x.json"), Write: true}, // made by the run
+		{Path: e.abs("tmp/ci/proj/test_a.py")},        // the working directory
+		{Path: e.abs("tmp/ci/other.txt")},             // beside it
+	}}
+	got := e.learnCase(t, "", nil, obs)
+	want := []string{"expose-ro=${TMPDIR:-/tmp}/ci", "expose-rw=${TMPDIR:-/tmp}"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	got = e.learnCase(t, "", nil, Observations{Files: []FileAccess{
+		{Path: e.abs("tmp"), Write: true, Dir: true},
+		{Path: e.abs("tmp/ci/proj/test_a.py")},
+	}})
+	want = []string{"expose-ro=.", "expose-rw=${TMPDIR:-/tmp}"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the working directory alone (-want +got):\n%s", diff)
+	}
+}
+
 func TestLearnPathsUnderSystemTmp(t *testing.T) {
 	// Without TMPDIR, TEMP or TMP the temporary directory is /tmp.
 	d, err := os.MkdirTemp("/tmp", "learn-test-")
