@@ -27,6 +27,7 @@ func probeAccel(ctx context.Context, h *hostState) (string, string) {
 		return "tcg", "TCG emulation: /dev/kvm is KVM-PVM (nested paravirtualisation), which a stock guest kernel cannot use"
 	}
 	m := &machine{QEMU: h.qemu, Kernel: h.vmlinux, Initrd: h.initrd, Memory: 256, CPUs: 1, Accel: "kvm", Cmdline: h.cmdline, cgroups: h.cgroups}
+	h.confine(m)
 	key, err := stateKey(m)
 	if err != nil {
 		return "tcg", fmt.Sprintf("TCG emulation: %v", err)
@@ -47,7 +48,7 @@ func bootProbe(ctx context.Context, m *machine, empty string) (string, string) {
 	ctx, cancel := context.WithTimeout(ctx, kvmProbeTimeout)
 	defer cancel()
 	start := time.Now()
-	v, err := startVM(m, m.args(nil, empty, false, ""), nil, nil)
+	v, err := startVM(m, vmConfig{empty: empty}, nil, nil)
 	if err != nil {
 		return "tcg", fmt.Sprintf("TCG emulation: QEMU did not start with KVM: %v", err)
 	}

@@ -141,7 +141,7 @@ func TestCgroupBoundsAndRemoval(t *testing.T) {
 		}
 	}
 	// A QEMU that cannot start leaves no cgroup.
-	if _, err := startVM(&machine{QEMU: "/nonexistent/qemu-system-x86_64", Memory: 64, Accel: "tcg", cgroups: h}, nil, nil, nil); err == nil {
+	if _, err := startVM(&machine{QEMU: "/nonexistent/qemu-system-x86_64", Memory: 64, Accel: "tcg", cgroups: h}, vmConfig{}, nil, nil); err == nil {
 		t.Fatal("startVM with a missing binary succeeded")
 	}
 	if after := ours(h); !slices.Equal(after, before) {

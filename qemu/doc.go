@@ -72,6 +72,14 @@
 // memory (the guest's RAM, TCG's translation cache and a measured overhead),
 // swap and tasks, where the host lets the caller make one (cgroup.go);
 // elsewhere the sandbox's log warns once and qemu.cgroup=on refuses to start.
+// QEMU, the boundary, holds as little as the VM needs (jail.go): its own
+// seccomp filter (-sandbox) where it has one, and as root a jail made before
+// QEMU is executed: a mount namespace whose read-only root shows only QEMU's
+// files, the guest's kernel and the shares (read-only ones as read-only
+// mounts), a /proc of its own pid namespace alone, IPC and network
+// namespaces of its own, and the capabilities of a file server over the
+// shares (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
+// CAP_NET_BIND_SERVICE) under no_new_privs.
 //
 // Parameters (qemu.KEY=VALUE lines), checked against a table; any other is
 // refused, naming the rule: memory, cpus, kvm, kernel, binary, start-timeout,

@@ -42,3 +42,13 @@ func CgroupsOf(pid int) ([]string, string) {
 	}
 	return out, ""
 }
+
+// Confinement says why QEMU runs without its seccomp filter, and without its
+// jail, on this host (nil: it runs with it); p is the registered provider.
+func Confinement(p any) (seccomp, jail error) {
+	h := p.(*Provider).host()
+	return h.seccomp, h.jail
+}
+
+// JailKeep are the capabilities QEMU keeps in its jail.
+func JailKeep() []int { return slices.Clone(jailKeep) }

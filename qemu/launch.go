@@ -138,7 +138,7 @@ func (c *compiled) machine() *machine {
 	if m.Net {
 		m.Netdev = guestNetdev
 	}
-	return m
+	return c.h.confine(m)
 }
 
 // Prepare makes the launch of one program: a placeholder process on the host

@@ -136,7 +136,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 		return nil, err
 	}
 	m.view = view
-	v, err := startVM(m, m.args(pl.shares, c.h.empty, state != nil, m.Netdev), state, nil, opts...)
+	v, err := startVM(m, vmConfig{shares: pl.shares, empty: c.h.empty, netdev: m.Netdev}, state, nil, opts...)
 	if state != nil {
 		state.Close()
 	}

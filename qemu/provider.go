@@ -56,6 +56,17 @@ type hostState struct {
 	cmdline string
 	// cgroups is where QEMU's cgroups are made (cgroup.go).
 	cgroups *cgroupHost
+	// seccomp and jail: why QEMU cannot run under its seccomp filter, or in
+	// its jail (jail.go); nil when it can.
+	seccomp, jail error
+}
+
+// confine makes m's QEMU run under its seccomp filter and in its jail where
+// they work here.
+func (h *hostState) confine(m *machine) *machine {
+	m.Seccomp = h.seccomp == nil
+	m.jailed = h.jail == nil
+	return m
 }
 
 func (p *Provider) host() *hostState {
@@ -111,6 +122,8 @@ func probeHost(ctx context.Context, binary, kernelImage string, cg *cgroupHost) 
 		h.err = err
 		return h
 	}
+	h.seccomp = cachedSeccomp(ctx, h.cache, h.qemu)
+	h.jail = jailAvailable()
 	h.accel, h.accelWhy = probeAccel(ctx, h)
 	return h
 }
@@ -164,6 +177,7 @@ func (p *Provider) Details() []string {
 		fmt.Sprintf("cache: %s (the kernel uncompressed: %s; initramfs: %s)", filepath.Dir(h.vmlinux), filepath.Base(h.vmlinux), filepath.Base(h.initrd)),
 		"accelerator: " + h.accel + " (" + h.accelWhy + ")",
 		h.cgroups.String(),
+		confineDetail(h),
 		"files: each exposed directory is a 9p share (read-only for expose-ro); what the program needs to run comes read-only " +
 			"(its directories as shares, its files through a mirror in the cache); nothing else of the host is shared",
 		hideDetail(),

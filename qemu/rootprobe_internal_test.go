@@ -179,7 +179,8 @@ func TestGuestRootCannotWriteReadOnlyShare(t *testing.T) {
 
 	m := &machine{QEMU: h.qemu, Kernel: h.vmlinux, Initrd: h.initrd, Memory: 256, CPUs: 1, Accel: h.accel,
 		Cmdline: h.cmdline + " " + rootProbeFlag + "=s0,s1", cgroups: h.cgroups}
-	v, err := startVM(m, m.args([]share{{Path: ro, ReadOnly: true}, {Path: rw}}, h.empty, false, ""), nil, nil)
+	h.confine(m)
+	v, err := startVM(m, vmConfig{shares: []share{{Path: ro, ReadOnly: true}, {Path: rw}}, empty: h.empty}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

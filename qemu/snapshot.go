@@ -171,7 +171,7 @@ func migrateTo(ctx context.Context, m *machine, empty string, f *os.File) error 
 	// A machine with a network device is saved with it (and its netdev, which
 	// the key holds), outside any network namespace: the guest's network is
 	// not configured before the state is taken, so nothing is sent.
-	v, err := startVM(m, m.args(nil, empty, false, m.Netdev), nil, nil)
+	v, err := startVM(m, vmConfig{empty: empty, netdev: m.Netdev}, nil, nil)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"runtime"
@@ -31,10 +32,11 @@ import (
 // The namespace ends with QEMU, and the filter's connection with it.
 
 // viewMarker is argv[0] of the host binary started again to mount the
-// filters in a mount namespace of its own and execute QEMU there. Its
-// arguments: the number n of filters, then n groups of four (the directory,
-// its identity as the filter opened it ("dev:ino"), the descriptor of its
-// /dev/fuse connection, "ro" or "rw"), then QEMU's path and arguments.
+// filters in a mount namespace of its own, make QEMU's jail there (jail.go)
+// and execute QEMU. Its arguments: the number n of filters, then n groups of
+// four (the directory, its identity as the filter opened it ("dev:ino"), the
+// descriptor of its /dev/fuse connection, "ro" or "rw"), then the jail (its
+// JSON, or "-" for none), then QEMU's path and arguments.
 const viewMarker = "pysandboxes-qemu-view"
 
 // viewExit is the helper's exit status when it cannot make the view.
@@ -66,23 +68,35 @@ func startView(served, exposes []policy.Expose, ignores []policy.Ignore) (*qemuV
 	return &qemuView{servers: s, dirs: served}, nil
 }
 
-// command returns the helper's arguments around QEMU's, for a process whose
-// first filter descriptor is base.
-func (w *qemuView) command(qemu string, args []string, base int) []string {
-	out := []string{viewMarker, strconv.Itoa(len(w.dirs))}
-	roots := w.servers.Roots()
-	for i, d := range w.dirs {
-		mode := "rw"
-		if d.Mode != policy.ReadWrite {
-			mode = "ro"
-		}
-		id := fmt.Sprintf("%d:%d", roots[i].Dev, roots[i].Ino)
-		out = append(out, d.Path, id, strconv.Itoa(base+i), mode)
+// helperArgs returns the helper's arguments around QEMU's: the filters of w
+// (nil: none), for a process whose first filter descriptor is base, and the
+// jail (nil: none).
+func helperArgs(w *qemuView, jail *jailSpec, qemu string, args []string, base int) []string {
+	if w == nil {
+		w = &qemuView{}
 	}
-	return append(append(out, qemu), args...)
+	out := []string{viewMarker, strconv.Itoa(len(w.dirs))}
+	if len(w.dirs) > 0 {
+		roots := w.servers.Roots()
+		for i, d := range w.dirs {
+			mode := "rw"
+			if d.Mode != policy.ReadWrite {
+				mode = "ro"
+			}
+			id := fmt.Sprintf("%d:%d", roots[i].Dev, roots[i].Ino)
+			out = append(out, d.Path, id, strconv.Itoa(base+i), mode)
+		}
+	}
+	out = append(out, jailArg(jail), qemu)
+	return append(out, args...)
 }
 
-func (w *qemuView) files() []*os.File { return w.servers.Files() }
+func (w *qemuView) files() []*os.File {
+	if w == nil {
+		return nil
+	}
+	return w.servers.Files()
+}
 
 // started closes this process's copies of the connections (the mounts hold
 // them now).
@@ -109,15 +123,22 @@ func viewMain() {
 	// The namespace is this thread's: the same thread mounts and executes.
 	runtime.LockOSThread()
 	if err := makeView(os.Args[1:]); err != nil {
-		fmt.Fprintf(os.Stderr, "qemu: the ignore= filter: %v\n", err)
+		fmt.Fprintf(os.Stderr, "qemu: QEMU's namespace: %v\n", err)
 		os.Exit(viewExit)
 	}
 }
 
 func makeView(args []string) error {
 	n, err := strconv.Atoi(args[0])
-	if err != nil || n < 1 || len(args) < 2+4*n {
+	if err != nil || n < 0 || len(args) < 3+4*n {
 		return fmt.Errorf("bad arguments %q", args)
+	}
+	var jail *jailSpec
+	if a := args[1+4*n]; a != "-" {
+		jail = &jailSpec{}
+		if err := json.Unmarshal([]byte(a), jail); err != nil {
+			return fmt.Errorf("bad jail %q: %w", a, err)
+		}
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("unshare: %w", err)
@@ -192,7 +213,12 @@ func makeView(args []string) error {
 		}
 		done = append(done, mounted{dir, st.Dev})
 	}
-	rest := args[1+4*n:]
+	rest := args[2+4*n:]
+	if jail != nil {
+		if err := enterJail(jail); err != nil {
+			return fmt.Errorf("QEMU's jail: %w", err)
+		}
+	}
 	qemuArgs := append([]string{"qemu-system-x86_64"}, rest[1:]...)
 	return fmt.Errorf("executing %s: %w", rest[0], unix.Exec(rest[0], qemuArgs, os.Environ()))
 }

@@ -51,7 +51,7 @@ func TestViewRefusesAnotherDirectory(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			cmd := exec.Command("/proc/self/exe")
-			cmd.Args = []string{viewMarker, "1", c.path, c.id, "3", "ro", "/bin/touch", marker}
+			cmd.Args = []string{viewMarker, "1", c.path, c.id, "3", "ro", "-", "/bin/touch", marker}
 			cmd.ExtraFiles = []*os.File{devNull}
 			var errb bytes.Buffer
 			cmd.Stderr = &errb
@@ -131,5 +131,42 @@ func TestViewWithStateMadeNow(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("QEMU does not read %s through the filter:\n%s", dir, mi)
+	}
+}
+
+// TestJailRefusesBadSpec: the helper that makes QEMU's jail refuses what it
+// cannot make exactly (a path that is not clean and absolute, one that is
+// missing, a /proc outside a pid namespace of its own): it exits with
+// viewExit, naming the reason, and does not execute its command.
+func TestJailRefusesBadSpec(t *testing.T) {
+	if err := jailAvailable(); err != nil {
+		t.Skipf("QEMU's jail cannot be made here: %v", err)
+	}
+	marker := filepath.Join(t.TempDir(), "qemu-ran")
+	for _, c := range []struct{ name, spec, want string }{
+		{"relative", `{"binds":[{"path":"usr"}]}`, `QEMU's jail: "usr": not a clean absolute path`},
+		{"unclean", `{"binds":[{"path":"/usr/../etc"}]}`, `QEMU's jail: "/usr/../etc": not a clean absolute path`},
+		{"missing", `{"binds":[{"path":"/nonexistent-pysandboxes"}]}`, "QEMU's jail: /nonexistent-pysandboxes: no such file or directory"},
+		{"not a device", `{"binds":[{"path":"/usr/bin/env","dev":true}]}`, "QEMU's jail: /usr/bin/env: not a character device"},
+		{"proc", `{"binds":[{"path":"/usr","ro":true}],"proc":true}`, "QEMU's jail: /proc: QEMU is not in a pid namespace of its own"},
+		{"link", `{"binds":[],"links":{"a/b":"usr"}}`, `QEMU's jail: link "a/b": not a name`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command("/proc/self/exe")
+			cmd.Args = []string{viewMarker, "0", c.spec, "/bin/touch", marker}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			err := cmd.Run()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != viewExit {
+				t.Fatalf("the helper: %v (%s), want exit status %d", err, errb.String(), viewExit)
+			}
+			if !strings.Contains(errb.String(), c.want) {
+				t.Errorf("the helper said %q, want %q", errb.String(), c.want)
+			}
+			if _, err := os.Stat(marker); err == nil {
+				t.Error("the helper executed its command")
+			}
+		})
 	}
 }

@@ -19,22 +19,8 @@ import (
 func qemuMounts(t *testing.T) map[int][]string {
 	t.Helper()
 	out := map[int][]string{}
-	ents, _ := os.ReadDir("/proc")
-	me := strconv.Itoa(os.Getpid())
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil || !strings.Contains(string(st), "(qemu-system") {
-			continue
-		}
-		f := strings.Fields(string(st)[strings.LastIndex(string(st), ")")+2:])
-		if len(f) < 2 || f[1] != me {
-			continue
-		}
-		mi, err := os.ReadFile("/proc/" + e.Name() + "/mountinfo")
+	for _, pid := range qemuChildren() {
+		mi, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/mountinfo")
 		if err != nil {
 			continue
 		}

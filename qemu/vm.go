@@ -35,6 +35,10 @@ type machine struct {
 	Net     bool   `json:"net"`
 	Netdev  string `json:"netdev,omitempty"` // QEMU's -netdev when Net
 	Cmdline string `json:"append"`
+	// Seccomp: QEMU runs under its own seccomp filter (-sandbox, jail.go).
+	Seccomp bool `json:"seccomp,omitempty"`
+	// jailed: QEMU starts in its jail (jail.go; not part of the key).
+	jailed bool
 	// cgroups is where QEMU's cgroup is made (not part of the key).
 	cgroups *cgroupHost
 	// view, when not nil, serves the exposed directories an ignore= rule
@@ -126,7 +130,18 @@ func (m *machine) args(shares []share, empty string, incoming bool, netdev strin
 	if incoming {
 		a = append(a, "-incoming", fmt.Sprintf("fd:%d", fdState))
 	}
+	if m.Seccomp {
+		a = append(a, "-sandbox", seccompOpts)
+	}
 	return a
+}
+
+// vmConfig is what a VM of a machine shows: its shares (the unused slots
+// share empty) and its network device's -netdev (when the machine has one).
+type vmConfig struct {
+	shares []share
+	empty  string
+	netdev string
 }
 
 // accelArg is QEMU's -accel: TCG with a translation cache of a fixed size
@@ -177,7 +192,8 @@ type vm struct {
 // state to restore. opts adjust QEMU's process attributes (its namespaces).
 // QEMU runs in a cgroup of its own when m.cgroups can make one (cgroup.go),
 // removed once QEMU has exited.
-func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
+func startVM(m *machine, cfg vmConfig, state *os.File, extra []*os.File, opts ...func(*syscall.SysProcAttr)) (*vm, error) {
+	args := m.args(cfg.shares, cfg.empty, state != nil, cfg.netdev)
 	pair := func(nonblock bool) (*os.File, *os.File, error) {
 		fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 		if err != nil {
@@ -234,12 +250,25 @@ func startVM(m *machine, args []string, state *os.File, extra []*os.File, opts .
 	files = append(files, extra...)
 	cmd := exec.Command(m.QEMU, args...)
 	cmd.Args[0] = "qemu-system-x86_64"
-	if m.view != nil {
+	var jail *jailSpec
+	if m.jailed {
+		jail = m.jailFor(cfg.shares, cfg.empty)
+	}
+	if m.view != nil || jail != nil {
 		// QEMU in a mount namespace of its own, over the ignore= filter
-		// (view.go).
+		// (view.go), in its jail (jail.go).
 		cmd = exec.Command("/proc/self/exe")
-		cmd.Args = m.view.command(m.QEMU, args, 3+len(files))
+		cmd.Args = helperArgs(m.view, jail, m.QEMU, args, 3+len(files))
 		files = append(files, m.view.files()...)
+	}
+	if jail != nil {
+		// The jail's /proc shows QEMU's own pid namespace, in which no process
+		// of the host can be seen or signalled; no System V IPC object of the
+		// host, and no network of the host (abstract sockets included: a VM
+		// with a network has a namespace of its own already, see net.go).
+		opts = append(opts, func(a *syscall.SysProcAttr) {
+			a.Cloneflags |= syscall.CLONE_NEWPID | syscall.CLONE_NEWIPC | syscall.CLONE_NEWNET
+		})
 	}
 	cmd.ExtraFiles = files
 	cmd.Env = []string{"TMPDIR=/nonexistent"}
