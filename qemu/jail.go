@@ -31,13 +31,15 @@ import (
 //   - As root, a jail (the view helper, view.go, makes it before it executes
 //     QEMU): a mount namespace whose root is an empty read-only tmpfs holding
 //     only what QEMU opens (its binary, libraries and data read-only, the
-//     guest's kernel and initramfs, the VM's shares, a few device nodes), no
-//     /proc, no /sys and no /home or /root of the host; the capabilities cut
-//     to those of a file server over the shares (CAP_DAC_OVERRIDE,
-//     CAP_DAC_READ_SEARCH, CAP_FOWNER, and CAP_NET_BIND_SERVICE for the ports
-//     of its own network namespace), no_new_privs. Every mount of the jail is
-//     nosuid and nodev (the device nodes excepted), and a read-only share is a
-//     read-only mount: QEMU cannot write it even with CAP_DAC_OVERRIDE.
+//     guest's kernel and initramfs, the VM's shares, a few device nodes) and
+//     a /proc of QEMU's own pid namespace (subset=pid: QEMU alone); no /sys,
+//     no /home or /root of the host; IPC and network namespaces of its own;
+//     the capabilities cut to those of a file server over the shares
+//     (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER, and
+//     CAP_NET_BIND_SERVICE for the ports of its own network namespace),
+//     no_new_privs. Every mount of the jail is nosuid and nodev (the device
+//     nodes excepted), and a read-only share is a read-only mount: QEMU
+//     cannot write it even with CAP_DAC_OVERRIDE.
 //
 // Without root, QEMU runs as the host's user, which is what the user holds
 // anyway; the jail is not made.
@@ -139,15 +141,24 @@ type jailSpec struct {
 func (m *machine) jailFor(shares []share, empty string) *jailSpec {
 	j := &jailSpec{Links: map[string]string{}, Proc: true}
 	add := func(b jailBind) {
-		if b.Path != "" && !slices.ContainsFunc(j.Binds, func(o jailBind) bool { return o.Path == b.Path }) {
-			j.Binds = append(j.Binds, b)
+		if b.Path == "" {
+			return
 		}
+		// A path named twice (a writable share of /usr...) is writable if
+		// either says so.
+		if i := slices.IndexFunc(j.Binds, func(o jailBind) bool { return o.Path == b.Path }); i >= 0 {
+			j.Binds[i].RO = j.Binds[i].RO && b.RO
+			j.Binds[i].Optional = j.Binds[i].Optional && b.Optional
+			return
+		}
+		j.Binds = append(j.Binds, b)
 	}
 	add(jailBind{Path: "/usr", RO: true})
 	for _, d := range []string{"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"} {
 		if t, err := os.Readlink(d); err == nil && !strings.HasPrefix(t, "/") {
 			j.Links[strings.TrimPrefix(d, "/")] = t
-		} else if err != nil {
+		} else {
+			// A directory, or a link to an absolute path: what it shows.
 			add(jailBind{Path: d, RO: true, Optional: true})
 		}
 	}
