@@ -191,7 +191,9 @@ func (m *machine) jailFor(shares []share, empty string) *jailSpec {
 
 // jailAvailable says whether this host can make QEMU's jail (nil when it
 // can): as root, with the mount API of Linux 5.12 (open_tree, move_mount,
-// mount_setattr). It tries, on a thread of its own that ends with the try.
+// mount_setattr), a proc mount, pivot_root and the capability calls. It
+// tries them all, on a thread of its own that ends with the try (its mount
+// namespace, root and capabilities with it).
 func jailAvailable() error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: QEMU runs as the host's user")
@@ -201,6 +203,19 @@ func jailAvailable() error {
 		// The thread is left locked: it ends with this goroutine, and its
 		// mount namespace with it.
 		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			// The main thread: the runtime keeps it (wedged) rather than end
+			// it, and /proc/self shows it. It is held while another thread
+			// tries.
+			defer runtime.UnlockOSThread()
+			other := make(chan error, 1)
+			go func() {
+				runtime.LockOSThread()
+				other <- tryJail()
+			}()
+			res <- <-other
+			return
+		}
 		res <- tryJail()
 	}()
 	return <-res
@@ -231,7 +246,25 @@ func tryJail() error {
 	if err := unix.MoveMount(fd, "", unix.AT_FDCWD, "/tmp/usr", unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 		return fmt.Errorf("move_mount: %w", err)
 	}
-	return nil
+	// The proc the jail mounts (here of this pid namespace: whether a proc
+	// can be mounted at all, which a container that masks parts of its
+	// /proc refuses).
+	if err := os.Mkdir("/tmp/proc", 0o555); err != nil {
+		return err
+	}
+	if err := unix.Mount("proc", "/tmp/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "subset=pid"); err != nil {
+		return fmt.Errorf("/proc: %w", err)
+	}
+	if err := unix.Chdir("/tmp"); err != nil {
+		return err
+	}
+	if err := unix.PivotRoot(".", "."); err != nil {
+		return fmt.Errorf("pivot_root: %w", err)
+	}
+	if err := unix.Unmount(".", unix.MNT_DETACH); err != nil {
+		return fmt.Errorf("detaching the old root: %w", err)
+	}
+	return cutCapabilities(jailKeep)
 }
 
 // enterJail makes the jail of spec in this thread's mount namespace (made

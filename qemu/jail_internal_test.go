@@ -1,7 +1,11 @@
 package qemu
 
 import (
+	"os"
+	"runtime"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 )
 
@@ -48,5 +52,62 @@ func TestJailFor(t *testing.T) {
 	m.QEMU = "/opt/qemu/bin/qemu-system-x86_64"
 	if b, ok := find(m.jailFor(nil, ""), "/opt/qemu"); !ok || !b.RO {
 		t.Errorf("a QEMU in /opt/qemu: its prefix %+v (present %v), want read-only", b, ok)
+	}
+}
+
+// TestJailProbeLeavesProcess: the probe of the jail (which makes a mount
+// namespace, pivots into it and cuts the capabilities, on a thread of its own)
+// leaves the process as it was: its working directory, its root, its mount
+// namespace, its capabilities, on every thread it runs on afterwards and on
+// the main thread (which /proc/self shows, and which the runtime never ends).
+func TestJailProbeLeavesProcess(t *testing.T) {
+	if err := jailAvailable(); err != nil {
+		t.Skipf("QEMU's jail cannot be made here: %v", err)
+	}
+	wd, _ := os.Getwd()
+	ns, _ := os.Readlink("/proc/thread-self/ns/mnt")
+	caps := func() string {
+		b, _ := os.ReadFile("/proc/thread-self/status")
+		for _, l := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(l, "CapEff:") {
+				return l
+			}
+		}
+		return ""
+	}
+	want := caps()
+	for range 5 {
+		if err := jailAvailable(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			if got := caps(); got != want {
+				t.Errorf("a thread's capabilities after the probe: %q, want %q", got, want)
+			}
+			if n, _ := os.Readlink("/proc/thread-self/ns/mnt"); n != ns {
+				t.Errorf("a thread's mount namespace after the probe: %q, want %q", n, ns)
+			}
+			if _, err := os.Stat("/etc/passwd"); err != nil {
+				t.Errorf("a thread's root after the probe: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	// The main thread too (what /proc/self shows): the probe never runs on it.
+	if n, _ := os.Readlink("/proc/self/ns/mnt"); n != ns {
+		t.Errorf("the main thread's mount namespace after the probe: %q, want %q", n, ns)
+	}
+	if r, _ := os.Readlink("/proc/self/root"); r != "/" {
+		t.Errorf("the main thread's root after the probe: %q, want /", r)
+	}
+	if now, _ := os.Getwd(); now != wd {
+		t.Errorf("working directory after the probe: %q, want %q", now, wd)
 	}
 }
