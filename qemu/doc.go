@@ -79,7 +79,8 @@
 // mounts), a /proc of its own pid namespace alone, IPC and network
 // namespaces of its own, and the capabilities of a file server over the
 // shares (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH, CAP_FOWNER,
-// CAP_NET_BIND_SERVICE) under no_new_privs.
+// CAP_NET_BIND_SERVICE) under no_new_privs; without root, a Landlock domain
+// granting the same files and nothing else.
 //
 // Parameters (qemu.KEY=VALUE lines), checked against a table; any other is
 // refused, naming the rule: memory, cpus, kvm, kernel, binary, start-timeout,

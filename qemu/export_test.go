@@ -1,6 +1,7 @@
 package qemu
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -52,3 +53,14 @@ func Confinement(p any) (seccomp, jail error) {
 
 // JailKeep are the capabilities QEMU keeps in its jail.
 func JailKeep() []int { return slices.Clone(jailKeep) }
+
+// WithoutJail makes the provider p confine the QEMU of the VMs it starts from
+// now on as where the jail cannot be made (in a Landlock domain, where
+// Landlock works), until restore is called; it returns why QEMU would not
+// be in a Landlock domain either (nil when it would).
+func WithoutJail(p any) (restore func(), landlock error) {
+	h := p.(*Provider).host()
+	saved := h.jail
+	h.jail = errors.New("left out by the test")
+	return func() { h.jail = saved }, h.landlock
+}

@@ -1,7 +1,11 @@
 package qemu
 
 import (
+	"bytes"
+	"errors"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -14,7 +18,7 @@ import (
 // network, /dev/kvm only under KVM, and each share with its mode; a share of
 // a path the jail shows already (a writable /usr) keeps its own mode.
 func TestJailFor(t *testing.T) {
-	m := &machine{QEMU: "/usr/bin/qemu-system-x86_64", Kernel: "/c/vmlinux", Initrd: "/c/initramfs", Accel: "tcg"}
+	m := &machine{QEMU: "/usr/bin/qemu-system-x86_64", Kernel: "/c/vmlinux", Initrd: "/c/initramfs", Accel: "tcg", jail: jailMount}
 	j := m.jailFor([]share{{Path: "/srv/ro", ReadOnly: true}, {Path: "/srv/rw"}, {Path: "/usr"}}, "/c/empty")
 	find := func(j *jailSpec, p string) (jailBind, bool) {
 		i := slices.IndexFunc(j.Binds, func(b jailBind) bool { return b.Path == p })
@@ -36,9 +40,14 @@ func TestJailFor(t *testing.T) {
 			t.Errorf("%s: %+v (present %v), want present %v read-only %v", c.path, b, ok, c.ok, c.ro)
 		}
 	}
-	if !j.Proc {
-		t.Error("no /proc of QEMU's own")
+	if !j.Proc || j.Landlock {
+		t.Errorf("the mount jail: proc %v, landlock %v; want a /proc of QEMU's own, no Landlock", j.Proc, j.Landlock)
 	}
+	m.jail = jailLandlock
+	if j := m.jailFor(nil, ""); j.Proc || !j.Landlock || j.Net {
+		t.Errorf("the Landlock domain: proc %v, landlock %v, net %v; want no /proc, Landlock, no network", j.Proc, j.Landlock, j.Net)
+	}
+	m.jail = jailMount
 	if b, _ := find(j, "/dev/null"); !b.Dev {
 		t.Error("/dev/null is not bound as a device")
 	}
@@ -109,5 +118,91 @@ func TestJailProbeLeavesProcess(t *testing.T) {
 	}
 	if now, _ := os.Getwd(); now != wd {
 		t.Errorf("working directory after the probe: %q, want %q", now, wd)
+	}
+}
+
+// TestLandlockJail: the helper's Landlock domain (QEMU's confinement where
+// the jail cannot be made) lets its command read the read-only binds, read
+// and write the writable ones (renames between their directories included),
+// and nothing else of the file system; without a network, no TCP connect;
+// the domain holds under no_new_privs. The helper refuses a bad spec before
+// executing anything.
+func TestLandlockJail(t *testing.T) {
+	if err := landlockAvailable(); err != nil {
+		t.Skipf("Landlock does not work here: %v", err)
+	}
+	dir := t.TempDir()
+	ro, rw, other := filepath.Join(dir, "ro"), filepath.Join(dir, "rw"), filepath.Join(dir, "other")
+	for _, d := range []string{ro, rw + "/sub", other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(ro, "a"), []byte("ro"), 0o644)
+	os.WriteFile(filepath.Join(other, "b"), []byte("other"), 0o644)
+	spec := &jailSpec{Landlock: true, Binds: []jailBind{{Path: "/usr", RO: true}, {Path: ro, RO: true}, {Path: rw},
+		{Path: "/dev/null", Dev: true}, {Path: "/etc/ld.so.cache", RO: true, Optional: true}}}
+	for _, d := range []string{"/bin", "/lib", "/lib64"} {
+		if _, err := os.Readlink(d); err != nil {
+			spec.Binds = append(spec.Binds, jailBind{Path: d, RO: true, Optional: true})
+		}
+	}
+	script := `
+try() { if "$@" 2>/dev/null; then echo "$label OK"; else echo "$label DENIED"; fi; }
+label=read-ro try grep -q ro ` + ro + `/a
+label=read-other try cat ` + other + `/b
+label=list-other try ls ` + other + `
+label=read-etc try cat /etc/passwd
+label=write-ro try sh -c 'echo x > ` + ro + `/new'
+label=write-rw try sh -c 'echo x > ` + rw + `/new'
+label=rename-rw try mv ` + rw + `/new ` + rw + `/sub/moved
+label=devnull try sh -c 'echo x > /dev/null'
+label=nnp try python3 -c 'import ctypes, sys; sys.exit(ctypes.CDLL(None).prctl(39, 0, 0, 0, 0) != 1)'
+label=tcp-refused-by-landlock try python3 -c '
+import socket, sys
+try:
+    socket.create_connection(("127.0.0.1", 9), timeout=2)
+except PermissionError:
+    sys.exit(0)
+except OSError:
+    pass
+sys.exit(1)'
+`
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = []string{viewMarker, "0", jailArg(spec), "/bin/sh", "-c", script}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("the helper: %v (%s)", err, errb.String())
+	}
+	got := map[string]string{}
+	for _, l := range strings.Split(strings.TrimSpace(out.String()), "\n") {
+		if k, v, ok := strings.Cut(l, " "); ok {
+			got[k] = v
+		}
+	}
+	want := map[string]string{"read-ro": "OK", "read-other": "DENIED", "list-other": "DENIED", "read-etc": "DENIED",
+		"write-ro": "DENIED", "write-rw": "OK", "rename-rw": "OK", "devnull": "OK", "nnp": "OK", "tcp-refused-by-landlock": "OK"}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: %q, want %s (output %q)", k, got[k], w, out.String())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(rw, "sub", "moved")); err != nil {
+		t.Errorf("the rename in the writable bind: %v", err)
+	}
+	// A bad spec: refused before anything runs.
+	marker := filepath.Join(dir, "ran")
+	bad := exec.Command("/proc/self/exe")
+	bad.Args = []string{viewMarker, "0", `{"landlock":true,"binds":[{"path":"/nonexistent-pysandboxes"}]}`, "/bin/touch", marker}
+	var berr bytes.Buffer
+	bad.Stderr = &berr
+	err := bad.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != viewExit || !strings.Contains(berr.String(), "QEMU's Landlock domain: stat /nonexistent-pysandboxes") {
+		t.Errorf("a missing bind: %v, %q; want exit %d naming it", err, berr.String(), viewExit)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the helper executed its command")
 	}
 }

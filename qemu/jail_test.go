@@ -1,6 +1,7 @@
 package qemu_test
 
 import (
+	"context"
 	"errors"
 	"io/fs"
 	"os"
@@ -176,5 +177,96 @@ func TestQEMUConfined(t *testing.T) {
 	}
 	if !strings.Contains(string(mi), " "+filepath.Join(dir, "rw")+" ") {
 		t.Errorf("QEMU's mounts show no %s/rw:\n%s", dir, mi)
+	}
+}
+
+// TestQEMULandlocked: where the jail cannot be made (unprivileged, or a root
+// that cannot make mount namespaces), QEMU runs in a Landlock domain that
+// grants its files and the shares only, under no_new_privs and its seccomp
+// filter; the VM works as before: it starts from the saved state, and a
+// program reads the read-only share and writes the writable one (renames,
+// directories, links through QEMU's mapped-xattr attributes).
+func TestQEMULandlocked(t *testing.T) {
+	requireQEMU(t)
+	p, _ := pysandboxes.Lookup(qemu.Name)
+	restore, why := qemu.WithoutJail(p)
+	defer restore()
+	if why != nil {
+		t.Skipf("Landlock does not work here: %v", why)
+	}
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "ro"), 0o755)
+	os.MkdirAll(filepath.Join(dir, "rw"), 0o755)
+	os.WriteFile(filepath.Join(dir, "ro", "data.txt"), []byte("data"), 0o644)
+	pol, _ := writePolicy(t, dir, "expose-ro="+dir+"/ro", "expose-rw="+dir+"/rw")
+	logger, log := debugLogger()
+	sb, err := pysandboxes.New(context.Background(), pol, pysandboxes.WithProvider(qemu.Name), pysandboxes.WithLogger(logger))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sb.Close()
+	before := qemuChildren()
+	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
+	keep, err := keeper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	code := `
+import sys
+d = sys.argv[1]
+attempt("read-ro", lambda: must(open(d + "/ro/data.txt").read() == "data"))
+attempt("write-ro", lambda: write(d + "/ro/x", "x"))
+attempt("write-rw", lambda: write(d + "/rw/new.txt", "new"))
+attempt("mkdir", lambda: os.mkdir(d + "/rw/sub"))
+attempt("rename", lambda: os.rename(d + "/rw/new.txt", d + "/rw/sub/moved.txt"))
+attempt("chmod", lambda: os.chmod(d + "/rw/sub/moved.txt", 0o751))
+attempt("mode", lambda: must(os.stat(d + "/rw/sub/moved.txt").st_mode & 0o777 == 0o751))
+attempt("symlink", lambda: os.symlink("sub/moved.txt", d + "/rw/lnk"))
+attempt("read-link", lambda: must(open(d + "/rw/lnk").read() == "new"))
+`
+	got := attemptsIn(t, sb, "", code, dir)
+	expect(t, got, map[string]string{"read-ro": "OK", "write-ro": "EROFS", "write-rw": "OK", "mkdir": "OK", "rename": "OK",
+		"chmod": "OK", "mode": "OK", "symlink": "OK", "read-link": "OK"})
+	if b, err := os.ReadFile(filepath.Join(dir, "rw", "sub", "moved.txt")); err != nil || string(b) != "new" {
+		t.Errorf("rw/sub/moved.txt on the host: %q, %v", b, err)
+	}
+	// The VM's QEMU: the new child of this process.
+	pid := 0
+	for _, c := range qemuChildren() {
+		if !slices.Contains(before, c) {
+			pid = c
+		}
+	}
+	if pid == 0 {
+		t.Fatal("no QEMU started for the sandbox")
+	}
+	st := procStatus(t, pid)
+	if st["NoNewPrivs"] != "1" {
+		t.Errorf("QEMU's NoNewPrivs: %q, want 1", st["NoNewPrivs"])
+	}
+	if seccompWhy, _ := qemu.Confinement(p); seccompWhy == nil && st["Seccomp"] != "2" {
+		t.Errorf("QEMU's Seccomp: %q, want 2", st["Seccomp"])
+	}
+	if os.Geteuid() == 0 {
+		// Root without the jail: the jail's capabilities still.
+		var keep uint64
+		for _, c := range qemu.JailKeep() {
+			keep |= 1 << c
+		}
+		for _, k := range []string{"CapPrm", "CapEff", "CapBnd"} {
+			if v, err := strconv.ParseUint(st[k], 16, 64); err != nil || v != keep {
+				t.Errorf("QEMU's %s: %q, want %016x", k, st[k], keep)
+			}
+		}
+	}
+	if !strings.Contains(log.String(), `confined="seccomp filter, Landlock domain"`) && !strings.Contains(log.String(), `confined="no seccomp filter, Landlock domain"`) {
+		t.Errorf("the VM's QEMU was not put in a Landlock domain:\n%s", log.String())
+	}
+	keep.Close()
+	if err := keeper.Wait(); err != nil {
+		t.Errorf("the keeper: %v", err)
 	}
 }

@@ -181,7 +181,7 @@ func (c *compiled) boot(ctx context.Context, ns []needs.Need, logger *slog.Logge
 			return fail(err)
 		}
 	}
-	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "hello", hello, "shares", len(pl.shares), "guest", v.guestBoot())
+	logger.Debug("os-sandbox qemu: VM ready", "restored", state != nil, "elapsed", time.Since(start), "hello", hello, "shares", len(pl.shares), "guest", v.guestBoot(), "confined", m.confinement())
 	return &vmEntry{v: v, plan: pl}, nil
 }
 

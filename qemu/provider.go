@@ -56,16 +56,23 @@ type hostState struct {
 	cmdline string
 	// cgroups is where QEMU's cgroups are made (cgroup.go).
 	cgroups *cgroupHost
-	// seccomp and jail: why QEMU cannot run under its seccomp filter, or in
-	// its jail (jail.go); nil when it can.
-	seccomp, jail error
+	// seccomp, jail and landlock: why QEMU cannot run under its seccomp
+	// filter, in its jail, in a Landlock domain (jail.go); nil when it can.
+	seccomp, jail, landlock error
 }
 
-// confine makes m's QEMU run under its seccomp filter and in its jail where
-// they work here.
+// confine makes m's QEMU run under its seccomp filter where QEMU has one, and
+// in its jail as root, else in a Landlock domain, where they work here.
 func (h *hostState) confine(m *machine) *machine {
 	m.Seccomp = h.seccomp == nil
-	m.jailed = h.jail == nil
+	switch {
+	case h.jail == nil:
+		m.jail = jailMount
+	case h.landlock == nil:
+		m.jail = jailLandlock
+	default:
+		m.jail = jailNone
+	}
 	return m
 }
 
@@ -124,6 +131,7 @@ func probeHost(ctx context.Context, binary, kernelImage string, cg *cgroupHost) 
 	}
 	h.seccomp = cachedSeccomp(ctx, h.cache, h.qemu)
 	h.jail = jailAvailable()
+	h.landlock = landlockAvailable()
 	h.accel, h.accelWhy = probeAccel(ctx, h)
 	return h
 }

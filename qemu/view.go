@@ -140,12 +140,14 @@ func makeView(args []string) error {
 			return fmt.Errorf("bad jail %q: %w", a, err)
 		}
 	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("unshare: %w", err)
-	}
-	// Nothing of this namespace reaches the host's.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
-		return fmt.Errorf("making / private: %w", err)
+	if n > 0 || (jail != nil && !jail.Landlock) {
+		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+			return fmt.Errorf("unshare: %w", err)
+		}
+		// Nothing of this namespace reaches the host's.
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+			return fmt.Errorf("making / private: %w", err)
+		}
 	}
 	owner := hidefs.IDs{UID: uint32(os.Geteuid()), GID: uint32(os.Getegid())}
 	how := &unix.OpenHow{
@@ -214,7 +216,12 @@ func makeView(args []string) error {
 		done = append(done, mounted{dir, st.Dev})
 	}
 	rest := args[2+4*n:]
-	if jail != nil {
+	switch {
+	case jail != nil && jail.Landlock:
+		if err := landlockJail(jail); err != nil {
+			return fmt.Errorf("QEMU's Landlock domain: %w", err)
+		}
+	case jail != nil:
 		if err := enterJail(jail); err != nil {
 			return fmt.Errorf("QEMU's jail: %w", err)
 		}

@@ -37,8 +37,9 @@ type machine struct {
 	Cmdline string `json:"append"`
 	// Seccomp: QEMU runs under its own seccomp filter (-sandbox, jail.go).
 	Seccomp bool `json:"seccomp,omitempty"`
-	// jailed: QEMU starts in its jail (jail.go; not part of the key).
-	jailed bool
+	// jail: how QEMU is confined beside its seccomp filter (jailMount,
+	// jailLandlock, jail.go; not part of the key).
+	jail int
 	// cgroups is where QEMU's cgroup is made (not part of the key).
 	cgroups *cgroupHost
 	// view, when not nil, serves the exposed directories an ignore= rule
@@ -251,7 +252,7 @@ func startVM(m *machine, cfg vmConfig, state *os.File, extra []*os.File, opts ..
 	cmd := exec.Command(m.QEMU, args...)
 	cmd.Args[0] = "qemu-system-x86_64"
 	var jail *jailSpec
-	if m.jailed {
+	if m.jail != jailNone {
 		jail = m.jailFor(cfg.shares, cfg.empty)
 	}
 	if m.view != nil || jail != nil {
@@ -261,7 +262,7 @@ func startVM(m *machine, cfg vmConfig, state *os.File, extra []*os.File, opts ..
 		cmd.Args = helperArgs(m.view, jail, m.QEMU, args, 3+len(files))
 		files = append(files, m.view.files()...)
 	}
-	if jail != nil {
+	if m.jail == jailMount {
 		// The jail's /proc shows QEMU's own pid namespace, in which no process
 		// of the host can be seen or signalled; no System V IPC object of the
 		// host, and no network of the host (abstract sockets included: a VM
