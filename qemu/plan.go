@@ -18,8 +18,69 @@ import (
 	"github.com/pysandboxes/pysandboxes/internal/hostview"
 	"github.com/pysandboxes/pysandboxes/internal/needs"
 	"github.com/pysandboxes/pysandboxes/policy"
+	"github.com/pysandboxes/pysandboxes/qemu/internal/mountinfo"
 	"github.com/pysandboxes/pysandboxes/qemu/internal/wire"
+	"golang.org/x/sys/unix"
 )
+
+// pseudoTypes are the file systems a share must neither be nor hold: the
+// kernel's views of processes, settings and devices. QEMU's 9p server would
+// read and write them with QEMU's identity (root when the host runs as root),
+// not the program's: another process's environment, a sysctl, a raw disk.
+var pseudoTypes = map[string]bool{
+	"proc": true, "sysfs": true, "devtmpfs": true, "devpts": true, "cgroup": true, "cgroup2": true,
+	"debugfs": true, "tracefs": true, "securityfs": true, "bpf": true, "configfs": true, "efivarfs": true,
+	"pstore": true, "fusectl": true, "binfmt_misc": true, "selinuxfs": true, "nsfs": true, "mqueue": true,
+	"hugetlbfs": true, "rpc_pipefs": true, "nfsd": true,
+}
+
+// pseudoMagic are the statfs types of pseudoTypes the kernel gives the
+// directory itself (whatever links lead to it).
+var pseudoMagic = map[int64]string{
+	unix.PROC_SUPER_MAGIC: "proc", unix.SYSFS_MAGIC: "sysfs", unix.DEVPTS_SUPER_MAGIC: "devpts",
+	unix.CGROUP_SUPER_MAGIC: "cgroup", unix.CGROUP2_SUPER_MAGIC: "cgroup2", unix.DEBUGFS_MAGIC: "debugfs",
+	unix.TRACEFS_MAGIC: "tracefs", unix.SECURITYFS_MAGIC: "securityfs", unix.BPF_FS_MAGIC: "bpf",
+	unix.EFIVARFS_MAGIC: "efivarfs", unix.PSTOREFS_MAGIC: "pstore", unix.BINFMTFS_MAGIC: "binfmt_misc",
+	unix.SELINUX_MAGIC: "selinuxfs", unix.NSFS_MAGIC: "nsfs", unix.HUGETLBFS_MAGIC: "hugetlbfs",
+}
+
+// pseudoIn returns where the directory dir is, or holds, a file system of
+// pseudoTypes ("" when nowhere), and which: dir itself by its statfs type
+// and, in mountinfo (the host's /proc/self/mountinfo), the mount that holds
+// it and every mount beneath it.
+func pseudoIn(dir, mountinfoText string) (where, kind string) {
+	var st unix.Statfs_t
+	if unix.Statfs(dir, &st) == nil {
+		if k, ok := pseudoMagic[int64(st.Type)]; ok {
+			return dir, k
+		}
+	}
+	real := dir
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		real = r
+	}
+	holder, holderKind, sub, subKind := "", "", "", ""
+	for _, l := range strings.Split(mountinfoText, "\n") {
+		pre, post, ok := strings.Cut(l, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 1 {
+			continue
+		}
+		point := mountinfo.Unescape(f[4])
+		switch {
+		case within(point, real) && point != real:
+			if pseudoTypes[g[0]] && sub == "" {
+				sub, subKind = point, g[0]
+			}
+		case within(real, point) && len(point) >= len(holder):
+			holder, holderKind = point, g[0]
+		}
+	}
+	if pseudoTypes[holderKind] {
+		return dir, holderKind
+	}
+	return sub, subKind
+}
 
 // plan is what one VM shows its programs: the 9p shares (slots) and the
 // operations that build the programs' root in the guest.
@@ -86,12 +147,22 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	// Exposes, parents first.
 	ex := slices.Clone(exposes)
 	sort.SliceStable(ex, func(i, j int) bool { return depth(ex[i].Path) < depth(ex[j].Path) })
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, e := range ex {
 		if e.Path == "/" {
 			return nil, fmt.Errorf("%s: %s: the qemu provider does not share the host's whole tree", e.Ref, e.Raw)
 		}
 		if _, err := os.Stat(e.Path); err != nil {
 			continue
+		}
+		// The guest's init mounts the programs' own /proc and /dev (as the
+		// other providers give the sandbox's): the host's are not shared.
+		if within(e.Path, "/proc") || within(e.Path, "/dev") {
+			continue
+		}
+		if where, kind := pseudoIn(e.Path, string(mounts)); where != "" {
+			return nil, fmt.Errorf("%s: %s: the qemu provider does not share %s, a %s file system: QEMU would serve it "+
+				"with its own identity on the host (the host's processes, kernel settings or devices)", e.Ref, e.Raw, where, kind)
 		}
 		if len(p.shares) >= slots-1 {
 			return nil, fmt.Errorf("%s: %s: more than %d shared directories (the VM has %d 9p slots)", e.Ref, e.Raw, slots-1, slots)

@@ -122,3 +122,58 @@ func TestPlanBindsMirrorDirectories(t *testing.T) {
 		t.Fatalf("links %v: want the one link made by its own operation", links)
 	}
 }
+
+// TestPseudoSharesRefused: a directory that is, or holds, one of the
+// kernel's views of processes, settings or devices (proc, sysfs, devtmpfs,
+// cgroup...) is never a share: QEMU would serve it with its own identity
+// (another process's environment, a sysctl, a raw disk). The plan refuses
+// the rule, naming it and the file system; /proc and /dev (and what lies
+// beneath them) are the guest's own, and not shared.
+func TestPseudoSharesRefused(t *testing.T) {
+	mi, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, c := range []struct {
+		dir, mounts, where, kind string
+	}{
+		{"/proc", string(mi), "/proc", "proc"},
+		{"/proc/sys", string(mi), "/proc/sys", "proc"},
+		{"/sys/kernel", string(mi), "/sys/kernel", "sysfs"},
+		{"/dev", string(mi), "/dev", "devtmpfs"},
+		{dir, string(mi), "", ""},
+		// A file system of its kind mounted beneath an exposed directory.
+		{dir, "25 1 0:5 / " + dir + "/x rw - proc proc rw\n", dir + "/x", "proc"},
+		{dir, "25 1 0:5 / " + dir + "/a\\040b rw - cgroup2 cgroup2 rw\n", dir + "/a b", "cgroup2"},
+		{dir, "25 1 0:5 / " + dir + "x rw - proc proc rw\n", "", ""}, // beside it, not beneath
+		// The mount that holds it.
+		{dir, "25 1 0:5 / " + filepath.Dir(dir) + " rw - debugfs debugfs rw\n", dir, "debugfs"},
+	} {
+		where, kind := pseudoIn(c.dir, c.mounts)
+		if where != c.where || kind != c.kind {
+			t.Errorf("pseudoIn(%s): %q, %q; want %q, %q", c.dir, where, kind, c.where, c.kind)
+		}
+	}
+	for _, path := range []string{"/sys", "/sys/kernel", "/sys/fs/cgroup"} {
+		_, err := makePlan(context.Background(), t.TempDir(), []policy.Expose{{Rule: policy.Rule{Raw: "expose-ro=" + path}, Path: path, Mode: policy.ReadOnly}},
+			nil, nil, nil, nil)
+		if err == nil || !strings.Contains(err.Error(), "expose-ro="+path+": the qemu provider does not share "+path) {
+			t.Errorf("expose-ro=%s: %v, want a refusal naming it", path, err)
+		}
+	}
+	// /proc and /dev are the guest's own (its init mounts them for each
+	// program): the host's are never shared.
+	for _, path := range []string{"/proc", "/proc/sys", "/dev", "/dev/shm"} {
+		p, err := makePlan(context.Background(), t.TempDir(), []policy.Expose{{Rule: policy.Rule{Raw: "expose-rw=" + path}, Path: path, Mode: policy.ReadWrite}},
+			nil, nil, nil, nil)
+		if err != nil {
+			t.Errorf("expose-rw=%s: %v", path, err)
+			continue
+		}
+		if len(p.shares) != 0 {
+			t.Errorf("expose-rw=%s: shares %v, want none", path, p.shares)
+		}
+		p.release()
+	}
+}
