@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -112,14 +113,19 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 	if err != nil {
 		return nil, err
 	}
-	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: pol.Exposes(), ignores: pol.Ignores(), accepted: accepted}
+	// /proc and /dev are the guest's own (plan.go): rules for them share
+	// nothing, and the ignore= filter serves neither.
+	exposes := slices.DeleteFunc(slices.Clone(pol.Exposes()), func(e policy.Expose) bool {
+		return within(e.Path, "/proc") || within(e.Path, "/dev")
+	})
+	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: exposes, ignores: pol.Ignores(), accepted: accepted}
 	if len(c.ignores) > 0 && hideview.Available() == nil {
 		c.served = hideview.Filtered(c.exposes, c.ignores)
 	}
 	c.resolver.Interpreters = &p.core.Interps
 	c.resolver.Env = pol.Environ()
-	c.resolver.Writable = needs.WritableOf(pol.Exposes())
-	c.resolver.Shown = needs.ShownOf(pol.Exposes())
+	c.resolver.Writable = needs.WritableOf(exposes)
+	c.resolver.Shown = needs.ShownOf(exposes)
 	c.pool.c = c
 	return c, nil
 }
