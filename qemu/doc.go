@@ -18,7 +18,9 @@
 // in the guest cannot write to a read-only share. What the program needs to
 // run (its interpreter, libraries) comes read-only the same way: directories
 // as shares, single files through a read-only mirror in the cache. Nothing
-// else of the host is shared. ignore=: as root (with /dev/fuse), QEMU reads
+// else of the host is shared: never the host's /proc or /dev (the guest's own
+// stand for them), and a rule for a directory that is or holds another of the
+// kernel's pseudo file systems (sysfs, cgroup, debugfs...) is refused. ignore=: as root (with /dev/fuse), QEMU reads
 // every exposed directory an ignore= rule reaches through the filter of
 // package hidefs, mounted in a mount namespace of QEMU's own: the ignored
 // names are absent for the VM's life, whatever the host does meanwhile (hide
