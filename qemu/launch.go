@@ -116,7 +116,7 @@ func (p *Provider) compile(ctx context.Context, pol driver.Policy, accepted driv
 	// /proc and /dev are the guest's own (plan.go): rules for them share
 	// nothing, and the ignore= filter serves neither.
 	exposes := slices.DeleteFunc(slices.Clone(pol.Exposes()), func(e policy.Expose) bool {
-		return within(e.Path, "/proc") || within(e.Path, "/dev")
+		return guestOwn(e.Path)
 	})
 	c := &compiled{p: p, h: h, pol: pol, params: prm, net: np, exposes: exposes, ignores: pol.Ignores(), accepted: accepted}
 	if len(c.ignores) > 0 && hideview.Available() == nil {

@@ -128,6 +128,10 @@ func (p *plan) under(path string) bool {
 	return false
 }
 
+// guestOwn reports whether p lies in /proc or /dev, which the guest's init
+// mounts for each program: the host's are never shared.
+func guestOwn(p string) bool { return within(p, "/proc") || within(p, "/dev") }
+
 func within(p, dir string) bool {
 	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
 }
@@ -157,7 +161,7 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		}
 		// The guest's init mounts the programs' own /proc and /dev (as the
 		// other providers give the sandbox's): the host's are not shared.
-		if within(e.Path, "/proc") || within(e.Path, "/dev") {
+		if guestOwn(e.Path) {
 			continue
 		}
 		if where, kind := pseudoIn(e.Path, string(mounts)); where != "" {
@@ -185,7 +189,7 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		for _, a := range n.Aliases {
 			hostview.LinkChain(a, func(link, target string) { links[link] = target })
 		}
-		if p.under(n.Path) || within(n.Path, "/proc") || within(n.Path, "/dev") {
+		if p.under(n.Path) || guestOwn(n.Path) {
 			continue
 		}
 		if n.Dir {
