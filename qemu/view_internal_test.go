@@ -50,22 +50,7 @@ func TestViewRefusesAnotherDirectory(t *testing.T) {
 		{"through a link", link, fmt.Sprintf("%d:%d", st.Dev, st.Ino), link + ": too many levels of symbolic links"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command("/proc/self/exe")
-			cmd.Args = []string{viewMarker, "1", c.path, c.id, "3", "ro", "-", "/bin/touch", marker}
-			cmd.ExtraFiles = []*os.File{devNull}
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != viewExit {
-				t.Fatalf("the helper: %v (%s), want exit status %d", err, errb.String(), viewExit)
-			}
-			if !strings.Contains(errb.String(), c.want) {
-				t.Errorf("the helper said %q, want %q", errb.String(), c.want)
-			}
-			if _, err := os.Stat(marker); err == nil {
-				t.Error("the helper executed its command")
-			}
+			helperRefuses(t, []string{"1", c.path, c.id, "3", "ro", "-"}, []*os.File{devNull}, marker, c.want)
 		})
 	}
 }
@@ -151,22 +136,29 @@ func TestJailRefusesBadSpec(t *testing.T) {
 		{"proc", `{"binds":[{"path":"/usr","ro":true}],"proc":true}`, "QEMU's jail: /proc: QEMU is not in a pid namespace of its own"},
 		{"link", `{"binds":[],"links":{"a/b":"usr"}}`, `QEMU's jail: link "a/b": not a name`},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			cmd := exec.Command("/proc/self/exe")
-			cmd.Args = []string{viewMarker, "0", c.spec, "/bin/touch", marker}
-			var errb bytes.Buffer
-			cmd.Stderr = &errb
-			err := cmd.Run()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ExitCode() != viewExit {
-				t.Fatalf("the helper: %v (%s), want exit status %d", err, errb.String(), viewExit)
-			}
-			if !strings.Contains(errb.String(), c.want) {
-				t.Errorf("the helper said %q, want %q", errb.String(), c.want)
-			}
-			if _, err := os.Stat(marker); err == nil {
-				t.Error("the helper executed its command")
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { helperRefuses(t, []string{"0", c.spec}, nil, marker, c.want) })
+	}
+}
+
+// helperRefuses runs the helper (viewMarker) with args, then a command that
+// would make marker, and asserts its refusal: exit status viewExit, want in
+// what it says, the command not run.
+func helperRefuses(t *testing.T, args []string, files []*os.File, marker, want string) {
+	t.Helper()
+	cmd := exec.Command("/proc/self/exe")
+	cmd.Args = append(append([]string{viewMarker}, args...), "/bin/touch", marker)
+	cmd.ExtraFiles = files
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != viewExit {
+		t.Fatalf("the helper: %v (%s), want exit status %d", err, errb.String(), viewExit)
+	}
+	if !strings.Contains(errb.String(), want) {
+		t.Errorf("the helper said %q, want %q", errb.String(), want)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the helper executed its command")
 	}
 }
