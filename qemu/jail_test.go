@@ -206,14 +206,8 @@ func TestQEMULandlocked(t *testing.T) {
 	}
 	defer sb.Close()
 	before := qemuChildren()
-	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
-	keep, err := keeper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keeper.Start(); err != nil {
-		t.Fatal(err)
-	}
+	// A program that keeps the VM up while the test looks at QEMU.
+	release := keepVM(t, sb)
 	code := `
 import sys
 d = sys.argv[1]
@@ -265,8 +259,5 @@ attempt("read-link", lambda: must(open(d + "/rw/lnk").read() == "new"))
 	if !strings.Contains(log.String(), `confined="seccomp filter, Landlock domain"`) && !strings.Contains(log.String(), `confined="no seccomp filter, Landlock domain"`) {
 		t.Errorf("the VM's QEMU was not put in a Landlock domain:\n%s", log.String())
 	}
-	keep.Close()
-	if err := keeper.Wait(); err != nil {
-		t.Errorf("the keeper: %v", err)
-	}
+	release()
 }

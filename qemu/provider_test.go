@@ -163,6 +163,27 @@ func sandbox(t *testing.T) (*pysandboxes.Sandbox, string) {
 	return shared.sb, shared.dir
 }
 
+// keepVM starts a program in sb that keeps its VM up (a sandbox keeps its VM
+// while a program runs in it) and returns what ends it, asserting that it
+// ended well.
+func keepVM(t *testing.T, sb *pysandboxes.Sandbox) (release func()) {
+	t.Helper()
+	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
+	w, err := keeper.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := keeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return func() {
+		w.Close()
+		if err := keeper.Wait(); err != nil {
+			t.Errorf("the program that kept the VM: %v", err)
+		}
+	}
+}
+
 // py runs code in the shared VM and returns its output and error.
 func py(t *testing.T, ctx context.Context, stdin string, code string) (string, string, error) {
 	t.Helper()
@@ -814,18 +835,7 @@ func TestSignalForwardedWithLimits(t *testing.T) {
 	}
 	defer sb.Close()
 	// A program keeps the VM: the cases run in it.
-	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
-	w, err := keeper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keeper.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		w.Close()
-		keeper.Wait()
-	}()
+	defer keepVM(t, sb)()
 	for _, c := range []signalCase{
 		{name: "SIGTERM", mode: "handle", sig: syscall.SIGTERM, send: []syscall.Signal{syscall.SIGTERM}, stdout: "pipe", stderr: "nil"},
 		{name: "ignored", mode: "ignore", sig: syscall.SIGINT, send: []syscall.Signal{syscall.SIGINT, syscall.SIGUSR2}, stdout: "pipe", stderr: "buffer"},

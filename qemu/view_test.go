@@ -73,14 +73,7 @@ func TestIgnoreFilterUnderQEMU(t *testing.T) {
 	}
 	defer sb.Close()
 	// A program that keeps the VM up while the test looks at QEMU.
-	keeper := sb.Command(context.Background(), python, "-c", "import sys; sys.stdin.read()")
-	keep, err := keeper.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := keeper.Start(); err != nil {
-		t.Fatal(err)
-	}
+	release := keepVM(t, sb)
 	code := `
 import sys
 d = sys.argv[1]
@@ -139,10 +132,7 @@ attempt("write-ro", lambda: write(d + "/ro/x", "x"))
 	if !found {
 		t.Errorf("no QEMU of this process reads %s and %s/rw through the filter: %v", dir, dir, ms)
 	}
-	keep.Close()
-	if err := keeper.Wait(); err != nil {
-		t.Errorf("the keeper: %v", err)
-	}
+	release()
 	if now, _ := os.ReadFile("/proc/self/mountinfo"); strings.Contains(string(now), "fuse.pysandboxes") && !strings.Contains(string(hostMounts), "fuse.pysandboxes") {
 		t.Errorf("a filter is mounted in the host's namespace:\n%s", now)
 	}
