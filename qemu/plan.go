@@ -151,7 +151,7 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 	// Exposes, parents first.
 	ex := slices.Clone(exposes)
 	sort.SliceStable(ex, func(i, j int) bool { return depth(ex[i].Path) < depth(ex[j].Path) })
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	var mounts []byte // the host's mount table, read for the first shared rule
 	for _, e := range ex {
 		if e.Path == "/" {
 			return nil, fmt.Errorf("%s: %s: the qemu provider does not share the host's whole tree", e.Ref, e.Raw)
@@ -163,6 +163,9 @@ func makePlan(ctx context.Context, cache string, exposes []policy.Expose, ignore
 		// other providers give the sandbox's): the host's are not shared.
 		if guestOwn(e.Path) {
 			continue
+		}
+		if mounts == nil {
+			mounts, _ = os.ReadFile("/proc/self/mountinfo")
 		}
 		if where, kind := pseudoIn(e.Path, string(mounts)); where != "" {
 			return nil, fmt.Errorf("%s: %s: the qemu provider does not share %s, a %s file system: QEMU would serve it "+
